@@ -1,0 +1,63 @@
+import { z } from 'zod';
+
+/** Metadata values allowed on documents and chunks: string, number, boolean or string[]. */
+export const MetadataValueSchema = z.union([z.string(), z.number().finite(), z.boolean(), z.array(z.string())]);
+export type MetadataValue = z.infer<typeof MetadataValueSchema>;
+
+export const MetadataSchema = z.record(z.string().min(1).max(128), MetadataValueSchema);
+export type Metadata = z.infer<typeof MetadataSchema>;
+
+/** `upload:<uuid>`, `confluence:<site>:<pageId>`, `notion:<pageId>` or any caller-chosen stable id. */
+export const DocumentIdSchema = z
+  .string()
+  .min(1)
+  .max(512)
+  .regex(/^[^\s#][^\s#]*$/, 'document_id must not contain whitespace or "#"');
+
+export const TenantSchema = z.string().min(1).max(128).regex(/^[A-Za-z0-9._-]+$/, 'tenant must be [A-Za-z0-9._-]');
+
+/** Groups or users allowed to read a document. `*` means everyone in the tenant. */
+export const AclSchema = z.array(z.string().min(1).max(256)).max(1000);
+
+export const DocumentStatusSchema = z.enum(['queued', 'processing', 'indexed', 'failed', 'deleted']);
+export type DocumentStatus = z.infer<typeof DocumentStatusSchema>;
+
+export const SearchModeSchema = z.enum(['hybrid', 'dense', 'keyword']);
+export type SearchMode = z.infer<typeof SearchModeSchema>;
+
+/**
+ * Metadata filter: each key is a metadata field (or `document_id`); the value is
+ * - a scalar: equality (for a string[] field: the array contains it),
+ * - `{in: [...]}`: any of,
+ * - `{gte, gt, lte, lt}`: numeric range.
+ * All keys must match (AND).
+ */
+export const FilterConditionSchema = z.union([
+  z.string(),
+  z.number().finite(),
+  z.boolean(),
+  z.object({ in: z.array(z.union([z.string(), z.number().finite()])).min(1).max(1000) }).strict(),
+  z
+    .object({
+      gte: z.number().finite().optional(),
+      gt: z.number().finite().optional(),
+      lte: z.number().finite().optional(),
+      lt: z.number().finite().optional(),
+    })
+    .strict()
+    .refine((r) => Object.keys(r).length > 0, 'a range needs at least one of gte, gt, lte, lt'),
+]);
+export type FilterCondition = z.infer<typeof FilterConditionSchema>;
+
+export const FiltersSchema = z
+  .record(z.string().min(1).max(128).regex(/^[A-Za-z0-9_.-]+$/, 'filter keys must be [A-Za-z0-9_.-]'), FilterConditionSchema)
+  .refine((f) => Object.keys(f).length <= 32, 'at most 32 filter keys');
+export type Filters = z.infer<typeof FiltersSchema>;
+
+/** Who is searching: every search in every store is restricted to the tenant and the principal's ACL. */
+export const SearchScopeSchema = z.object({
+  tenant: TenantSchema,
+  /** Groups/users of the caller; `undefined` = unrestricted within the tenant (admin/anonymous local mode). */
+  principals: z.array(z.string()).optional(),
+});
+export type SearchScope = z.infer<typeof SearchScopeSchema>;

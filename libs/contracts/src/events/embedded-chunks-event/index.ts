@@ -1,0 +1,2 @@
+export * from './value';
+export { DocumentKeySchema as EmbeddedChunksEventKeySchema } from '../key';

@@ -1,0 +1,6 @@
+export * from './topics';
+export * from './common';
+export * from './document';
+export * from './events';
+export * from './api';
+export * from './query';

@@ -1,0 +1,103 @@
+import { resolve } from 'node:path';
+import { z } from 'zod';
+
+const int = (def: number, min = 0, max = Number.MAX_SAFE_INTEGER) => z.coerce.number().int().min(min).max(max).default(def);
+const num = (def: number, min = -Infinity, max = Infinity) => z.coerce.number().min(min).max(max).default(def);
+const bool = (def: boolean) =>
+  z
+    .enum(['true', 'false', '1', '0', 'yes', 'no'])
+    .default(def ? 'true' : 'false')
+    .transform((v) => v === 'true' || v === '1' || v === 'yes');
+const optStr = z
+  .string()
+  .optional()
+  .transform((v) => (v === '' ? undefined : v));
+
+/** Every setting, read from the environment once at start-up and validated; problems are listed together. */
+export const ConfigSchema = z.object({
+  RAG_DATA_DIR: z.string().default('./.rag-data'),
+  RAG_HOST: z.string().default('127.0.0.1'),
+  RAG_PORT: int(8080, 0, 65535),
+  RAG_LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
+  RAG_API_KEYS: optStr,
+  RAG_MAX_BODY_BYTES: int(25 * 1024 * 1024, 1024),
+
+  RAG_EMBEDDER: z.enum(['hashing', 'onnx', 'http']).default('hashing'),
+  RAG_EMBEDDING_MODEL: z.string().default('all-MiniLM-L6-v2'),
+  RAG_MODELS_DIR: z.string().default('./.models'),
+  RAG_EMBEDDING_URL: optStr,
+  RAG_EMBEDDING_API_KEY: optStr,
+  RAG_EMBEDDING_DIM: int(384, 8, 8192),
+  RAG_EMBEDDING_BATCH: int(32, 1, 1024),
+
+  RAG_RERANKER: z.enum(['none', 'cross-encoder', 'http']).default('none'),
+  RAG_RERANKER_MODEL: z.string().default('ms-marco-MiniLM-L-6-v2'),
+  RAG_RERANKER_URL: optStr,
+  RAG_RERANKER_API_KEY: optStr,
+  RAG_RERANKER_HTTP_MODEL: optStr,
+
+  RAG_LLM: z.enum(['none', 'openai']).default('none'),
+  RAG_LLM_BASE_URL: optStr,
+  RAG_LLM_API_KEY: optStr,
+  RAG_LLM_MODEL: z.string().default('gpt-4o-mini'),
+  RAG_LLM_TIMEOUT_MS: int(30_000, 100),
+
+  RAG_CHUNK_TOKENS: int(200, 16, 8192),
+  RAG_CHUNK_OVERLAP_TOKENS: int(30, 0, 4096),
+  RAG_PARENT_CHUNK_TOKENS: int(800, 0, 32768),
+
+  RAG_RRF_K: int(60, 1, 10_000),
+  RAG_DENSE_WEIGHT: num(1, 0, 100),
+  RAG_KEYWORD_WEIGHT: num(1, 0, 100),
+  RAG_CANDIDATES: int(50, 1, 1000),
+  RAG_TOP_K: int(5, 1, 100),
+  RAG_REFUSAL_THRESHOLD: num(0.5, 0, 1),
+
+  RAG_HNSW_M: int(16, 4, 128),
+  RAG_HNSW_EF_CONSTRUCTION: int(200, 8, 4096),
+  RAG_HNSW_EF: int(128, 8, 4096),
+
+  RAG_BUS_PARTITIONS: int(4, 1, 256),
+  RAG_BUS_MAX_ATTEMPTS: int(5, 1, 100),
+  RAG_BUS_RETRY_BASE_MS: int(200, 1, 60_000),
+  RAG_DEADLINE_MS: int(30_000, 100),
+  RAG_OPEN_BROWSER: bool(false),
+});
+
+export type RawConfig = z.infer<typeof ConfigSchema>;
+
+export interface AppConfig extends RawConfig {
+  dataDir: string;
+  modelsDir: string;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n  - ${problems.join('\n  - ')}`);
+  }
+}
+
+/** Validates the environment once, failing fast with every problem listed. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<RawConfig> = {}): AppConfig {
+  const picked: Record<string, unknown> = {};
+  for (const key of Object.keys(ConfigSchema.shape)) if (env[key] !== undefined) picked[key] = env[key];
+  const parsed = ConfigSchema.safeParse(picked);
+  if (!parsed.success) {
+    throw new ConfigError(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`));
+  }
+  const cfg = { ...parsed.data, ...overrides };
+  const problems: string[] = [];
+  if (cfg.RAG_EMBEDDER === 'http' && !cfg.RAG_EMBEDDING_URL) problems.push('RAG_EMBEDDER=http needs RAG_EMBEDDING_URL');
+  if (cfg.RAG_RERANKER === 'http' && !cfg.RAG_RERANKER_URL) problems.push('RAG_RERANKER=http needs RAG_RERANKER_URL');
+  if (cfg.RAG_LLM === 'openai' && !cfg.RAG_LLM_BASE_URL) problems.push('RAG_LLM=openai needs RAG_LLM_BASE_URL');
+  if (cfg.RAG_CHUNK_OVERLAP_TOKENS >= cfg.RAG_CHUNK_TOKENS) problems.push('RAG_CHUNK_OVERLAP_TOKENS must be smaller than RAG_CHUNK_TOKENS');
+  if (!isLoopback(cfg.RAG_HOST) && !cfg.RAG_API_KEYS) {
+    problems.push(`RAG_HOST=${cfg.RAG_HOST} is not loopback: set RAG_API_KEYS (anonymous access is only allowed on 127.0.0.1)`);
+  }
+  if (problems.length) throw new ConfigError(problems);
+  return { ...cfg, dataDir: resolve(cfg.RAG_DATA_DIR), modelsDir: resolve(cfg.RAG_MODELS_DIR) };
+}
+
+export function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host.startsWith('127.');
+}

@@ -1,0 +1,53 @@
+import type { Topic } from '@rag/contracts';
+
+export type Headers = Record<string, string>;
+
+export interface BusMessage {
+  topic: Topic;
+  partition: number;
+  offset: number;
+  key: string;
+  value: unknown;
+  headers: Headers;
+  /** 1 on first delivery. */
+  attempt: number;
+}
+
+export interface OutgoingMessage {
+  key: string;
+  value: unknown;
+  headers?: Headers;
+}
+
+export type MessageHandler = (msg: BusMessage) => Promise<void>;
+
+export interface SubscribeOptions {
+  /** Consumer group; each group gets every message once (at least once). */
+  group: string;
+  topic: Topic;
+  /** Name of the stage, recorded on DLQ messages. */
+  stage: string;
+  handler: MessageHandler;
+}
+
+/**
+ * Kafka semantics: per-key ordering (a key always maps to one partition, consumed sequentially per group),
+ * at-least-once delivery (offsets committed only after the handler resolves), bounded retries with backoff,
+ * then the dead-letter topic with the reason and stage in headers; the partition moves on.
+ */
+export interface Bus {
+  publish(topic: Topic, messages: OutgoingMessage[]): Promise<void>;
+  subscribe(opts: SubscribeOptions): Promise<void>;
+  start(): Promise<void>;
+  /** Waits until every subscribed group has consumed everything published so far (tests, CLI). */
+  drain(timeoutMs?: number): Promise<void>;
+  /** Unconsumed messages per group/topic. */
+  lag(): Promise<{ group: string; topic: Topic; lag: number }[]>;
+  close(): Promise<void>;
+}
+export const BUS = Symbol('BUS');
+
+/** Thrown by a handler to send a message straight to the DLQ without retries (e.g. it fails validation). */
+export class NonRetryableError extends Error {
+  readonly code = 'NON_RETRYABLE';
+}

@@ -1,0 +1,11 @@
+export type EmbedInputType = 'query' | 'passage';
+
+export interface Embedder {
+  /** Stable id of the model; vectors of two ids never share a collection/index. */
+  readonly modelId: string;
+  readonly dim: number;
+  /** Returns one L2-normalised vector per text, in order. */
+  embed(texts: string[], inputType: EmbedInputType): Promise<Float32Array[]>;
+  close?(): Promise<void>;
+}
+export const EMBEDDER = Symbol('EMBEDDER');

@@ -1,0 +1,40 @@
+import type { Filters, SearchScope } from '@rag/contracts';
+
+export interface VectorRecord {
+  chunk_id: string;
+  document_id: string;
+  tenant: string;
+  version: number;
+  acl: string[];
+  metadata: Record<string, string | number | boolean | string[]>;
+  vector: Float32Array;
+}
+
+export interface VectorHit {
+  chunk_id: string;
+  document_id: string;
+  version: number;
+  /** Cosine similarity in [-1, 1]. */
+  score: number;
+}
+
+export interface VectorSearchRequest {
+  vector: Float32Array;
+  k: number;
+  scope: SearchScope;
+  filters?: Filters;
+}
+
+export interface VectorStore {
+  /** Upsert by chunk_id (idempotent). All vectors must have the store's dimension. */
+  upsert(records: VectorRecord[]): Promise<void>;
+  /** Nearest neighbours; tenant, ACL and filters are applied inside the search, not after it. */
+  search(req: VectorSearchRequest): Promise<VectorHit[]>;
+  /** Deletes the document's vectors whose version is not `keepVersion` (all of them when undefined). */
+  deleteDocument(documentId: string, keepVersion?: number): Promise<number>;
+  count(documentId?: string): Promise<number>;
+  /** Flush to durable storage. */
+  flush(): Promise<void>;
+  close(): Promise<void>;
+}
+export const VECTOR_STORE = Symbol('VECTOR_STORE');
