@@ -30,8 +30,12 @@ export default [
               onlyDependOnLibsWithTags: ['type:adapters', 'type:ports', 'type:domain', 'type:contracts', 'type:platform'],
             },
             {
+              sourceTag: 'type:services',
+              onlyDependOnLibsWithTags: ['type:services', 'type:application', 'type:adapters', 'type:ports', 'type:domain', 'type:contracts', 'type:platform'],
+            },
+            {
               sourceTag: 'type:app',
-              onlyDependOnLibsWithTags: ['type:app', 'type:application', 'type:adapters', 'type:ports', 'type:domain', 'type:contracts', 'type:platform'],
+              onlyDependOnLibsWithTags: ['type:services', 'type:application', 'type:adapters', 'type:ports', 'type:domain', 'type:contracts', 'type:platform'],
             },
           ],
         },

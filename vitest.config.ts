@@ -15,6 +15,7 @@ export default defineConfig({
       '@rag/adapters': lib('adapters'),
       '@rag/platform': lib('platform'),
       '@rag/application': lib('application'),
+      '@rag/services': lib('services'),
     },
   },
   test: {

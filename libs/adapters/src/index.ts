@@ -9,3 +9,4 @@ export * from './cross-encoder';
 export * from './http-reranker';
 export * from './openai-llm';
 export * from './log-bus';
+export * from './factory';

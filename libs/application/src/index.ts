@@ -1,1 +1,2 @@
-export {};
+export * from './ingestion';
+export * from './query';

@@ -1,3 +1,4 @@
 export * from './config';
 export * from './logging';
 export * from './errors';
+export * from './telemetry';

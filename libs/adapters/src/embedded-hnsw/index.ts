@@ -1,1 +1,2 @@
-export {};
+export { EmbeddedHnswVectorStore, modelFolderName } from './embedded-hnsw.adapter';
+export type { EmbeddedHnswVectorStoreOptions } from './embedded-hnsw.adapter';

@@ -1,1 +1,23 @@
-export {};
+export {
+  SUPPORTED_MIME_TYPES,
+  DOCUMENT_MIME_TYPES,
+  MIME_BY_EXTENSION,
+  MIME_TEXT,
+  MIME_MARKDOWN,
+  MIME_HTML,
+  MIME_PDF,
+  MIME_DOCX,
+  MIME_JSONL,
+  type SupportedMimeType,
+  type DocumentMimeType,
+  detectMimeType,
+  normalizeMimeType,
+  isSupportedMimeType,
+  isDocumentMimeType,
+} from './mime';
+export { loadContent, chooseTitle, truncateTitle, TITLE_MAX, DERIVED_TITLE_MAX, type LoadInput, type LoadResult, type LoadFailureCode } from './load';
+export { parseJsonl, type JsonlDoc, type JsonlError, type JsonlParseResult } from './jsonl';
+export { normalizeBody, contentHash, blocksToText } from './normalize';
+export { parsePlainText } from './text';
+export { parseMarkdown, type MarkdownParseResult } from './markdown';
+export { parseHtml, type HtmlParseResult } from './html';

@@ -1,1 +1,4 @@
-export {};
+export * from './rrf';
+export * from './version-fence';
+export * from './parents';
+export * from './normalize-query';

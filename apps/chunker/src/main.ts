@@ -1,0 +1,3 @@
+import { ChunkerModule, runStandalone } from '@rag/services';
+
+void runStandalone('chunker', [ChunkerModule], ['bus']);

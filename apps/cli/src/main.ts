@@ -1,0 +1,151 @@
+import 'reflect-metadata';
+import { basename, join } from 'node:path';
+import { Command, Option } from 'commander';
+import type { SearchMode } from '@rag/contracts';
+import { ConfigError, loadConfig, setLogLevel, type AppConfig } from '@rag/platform';
+import { createEmbeddedContext, lockDataDir, runEmbedded } from '@rag/services';
+import { evaluateMode, ingestDataset, readDataset, type EvalMode } from './eval';
+import { ingest } from './ingest';
+import { HttpClient, InProcessClient, type PlatformClient } from './platform-client';
+import { collectSources } from './sources';
+
+function config(overrides: Partial<AppConfig> = {}): AppConfig {
+  try {
+    return loadConfig(process.env, overrides);
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      process.stderr.write(`rag: ${e.message}\n`);
+      process.exit(2);
+    }
+    throw e;
+  }
+}
+
+/** A running server at --url when one answers, else an embedded platform in this process. */
+async function connect(url: string, cfg: AppConfig): Promise<PlatformClient> {
+  if (await HttpClient.reachable(url)) {
+    process.stderr.write(`rag: using the server at ${url}\n`);
+    return new HttpClient(url, process.env.RAG_API_KEY);
+  }
+  const unlock = lockDataDir(cfg.dataDir);
+  process.stderr.write(`rag: no server at ${url}; running embedded on ${cfg.dataDir}\n`);
+  const handles = await createEmbeddedContext(cfg);
+  const client = new InProcessClient(handles);
+  const close = client.close.bind(client);
+  client.close = async () => {
+    await close();
+    unlock();
+  };
+  return client;
+}
+
+const program = new Command();
+program.name('rag').description('Enterprise RAG platform: ingest documents, ask questions, evaluate retrieval.').version(process.env.npm_package_version ?? '0.1.0');
+const urlOption = new Option('--url <url>', 'gateway to talk to when it is running').default(process.env.RAG_URL ?? 'http://127.0.0.1:8080');
+
+program
+  .command('start')
+  .description('run the whole platform in this process (gateway on RAG_HOST:RAG_PORT, default 127.0.0.1:8080)')
+  .action(async () => {
+    await runEmbedded(config());
+  });
+
+program
+  .command('ingest')
+  .description('ingest files, folders and .jsonl corpora (one {_id,title,text} per line)')
+  .argument('<paths...>')
+  .addOption(urlOption)
+  .option('--no-wait', 'return once queued instead of waiting until indexed')
+  .action(async (paths: string[], opts: { url: string; wait: boolean }) => {
+    setLogLevel('warn');
+    const cfg = config();
+    const { docs, problems } = collectSources(paths);
+    for (const p of problems.slice(0, 20)) process.stderr.write(`skipped ${p.where}: ${p.error}\n`);
+    if (problems.length > 20) process.stderr.write(`… and ${problems.length - 20} more skipped\n`);
+    if (docs.length === 0) {
+      process.stderr.write('rag ingest: nothing to ingest\n');
+      process.exit(problems.length ? 1 : 0);
+    }
+    const client = await connect(opts.url, cfg);
+    try {
+      const s = await ingest(client, docs, { wait: opts.wait });
+      for (const f of [...s.rejected, ...s.failed].slice(0, 20)) process.stderr.write(`failed ${f.document_id}: ${f.error}\n`);
+      process.stdout.write(
+        JSON.stringify({
+          documents: docs.length,
+          submitted: s.submitted,
+          indexed: s.indexed,
+          unchanged: s.unchanged,
+          failed: s.failed.length,
+          rejected: s.rejected.length + problems.length,
+          seconds: Math.round(s.seconds * 10) / 10,
+        }) + '\n',
+      );
+      process.exitCode = s.failed.length || s.rejected.length || problems.length ? 1 : 0;
+    } finally {
+      await client.close();
+    }
+  });
+
+program
+  .command('ask')
+  .description('ask a question; prints the answer with its citations')
+  .argument('<question>')
+  .addOption(urlOption)
+  .addOption(new Option('--mode <mode>', 'retrieval mode').choices(['hybrid', 'dense', 'keyword']).default('hybrid'))
+  .option('--top-k <n>', 'sources to use', (v) => Number(v))
+  .option('--json', 'print the whole JSON answer')
+  .action(async (question: string, opts: { url: string; mode: SearchMode; topK?: number; json?: boolean }) => {
+    setLogLevel('warn');
+    const client = await connect(opts.url, config());
+    try {
+      const a = await client.ask(question, { mode: opts.mode, ...(opts.topK ? { top_k: opts.topK } : {}) });
+      if (opts.json) {
+        process.stdout.write(JSON.stringify(a, null, 2) + '\n');
+        return;
+      }
+      process.stdout.write(`${a.answer}\n\n`);
+      for (const c of a.citations) process.stdout.write(`[${c.ref}] ${c.title} (${c.document_id}) score ${c.score.toFixed(4)}\n`);
+      const extra = [a.refused ? 'refused' : '', a.degraded.length ? `degraded: ${a.degraded.join(', ')}` : ''].filter(Boolean).join(' · ');
+      process.stdout.write(`\n${extra ? extra + ' · ' : ''}${a.timings_ms.total} ms · trace ${a.trace_id}\n`);
+    } finally {
+      await client.close();
+    }
+  });
+
+program
+  .command('eval')
+  .description('ingest a BEIR dataset through the real pipeline and score retrieval; prints one JSON line per mode')
+  .requiredOption('--dataset <dir>', 'folder with corpus.jsonl, queries.jsonl, qrels/*.tsv')
+  .addOption(new Option('--mode <mode>', 'retrieval mode').choices(['keyword', 'dense', 'hybrid', 'hybrid+rerank']).default('hybrid'))
+  .option('--compare', 'run every mode side by side')
+  .option('--no-answers', 'skip answer metrics even when queries carry gold answers')
+  .option('--limit <n>', 'evaluate the first n judged queries only', (v) => Number(v))
+  .action(async (opts: { dataset: string; mode: EvalMode; compare?: boolean; answers: boolean; limit?: number }) => {
+    setLogLevel('warn');
+    readDataset(opts.dataset);
+    const base = config();
+    // Each dataset gets its own data folder so evaluation never touches the platform's own documents.
+    const cfg = config({ RAG_DATA_DIR: join(base.dataDir, 'eval', basename(opts.dataset)), RAG_CANDIDATES: Math.max(base.RAG_CANDIDATES, 100) });
+    const unlock = lockDataDir(cfg.dataDir);
+    const client = new InProcessClient(await createEmbeddedContext(cfg));
+    try {
+      await ingestDataset(client, opts.dataset);
+      const modes: EvalMode[] = opts.compare
+        ? ['keyword', 'dense', 'hybrid', ...(cfg.RAG_RERANKER !== 'none' ? (['hybrid+rerank'] as const) : [])]
+        : [opts.mode];
+      const hasAnswers = readDataset(opts.dataset).queries.some((q) => q.answers?.length);
+      for (const mode of modes) {
+        const result = await evaluateMode(client, opts.dataset, mode, { answers: opts.answers && hasAnswers, limit: opts.limit });
+        process.stdout.write(JSON.stringify({ dataset: basename(opts.dataset), embedder: cfg.RAG_EMBEDDER === 'onnx' ? cfg.RAG_EMBEDDING_MODEL : cfg.RAG_EMBEDDER, ...result }) + '\n');
+      }
+    } finally {
+      await client.close();
+      unlock();
+    }
+  });
+
+program.parseAsync(process.argv).catch((e: unknown) => {
+  process.stderr.write(`rag: ${e instanceof Error ? e.message : String(e)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,3 @@
+import { runEmbedded } from '@rag/services';
+
+void runEmbedded();

@@ -1,0 +1,3 @@
+import { EmbedderModule, runStandalone } from '@rag/services';
+
+void runStandalone('embedder', [EmbedderModule], ['bus', 'embedder']);

@@ -1,0 +1,3 @@
+import { GeneratorModule, runStandalone } from '@rag/services';
+
+void runStandalone('generator', [GeneratorModule], ['llm']);

@@ -1,0 +1,3 @@
+import { IndexerModule, runStandalone } from '@rag/services';
+
+void runStandalone('indexer', [IndexerModule], ['bus', 'registry', 'embedder', 'vectors', 'keywords']);

@@ -1,0 +1,3 @@
+import { LoaderModule, runStandalone } from '@rag/services';
+
+void runStandalone('loader', [LoaderModule], ['bus']);

@@ -1,0 +1,3 @@
+import { RerankerModule, runStandalone } from '@rag/services';
+
+void runStandalone('reranker', [RerankerModule], ['reranker']);

@@ -1,0 +1,359 @@
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import type { Chunk, FilterCondition, Filters, Metadata, SearchScope } from '@rag/contracts';
+import { matches } from '@rag/domain';
+import { EmbeddedBm25KeywordIndex, type EmbeddedBm25KeywordIndexOptions } from './embedded-bm25.adapter';
+
+function chunk(doc: string, version: number, ordinal: number, text: string, extra: Partial<Chunk> = {}): Chunk {
+  return {
+    chunk_id: `${doc}#v${version}#${ordinal}`,
+    document_id: doc,
+    tenant: 't1',
+    version,
+    ordinal,
+    kind: 'child',
+    parent_id: null,
+    acl: ['*'],
+    title: '',
+    heading_path: [],
+    metadata: {},
+    text,
+    token_count: text.length,
+    ...extra,
+  };
+}
+
+const scope: SearchScope = { tenant: 't1' };
+
+/** Deterministic PRNG (mulberry32). */
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+describe('EmbeddedBm25KeywordIndex', () => {
+  let dir: string;
+  const open: EmbeddedBm25KeywordIndex[] = [];
+  const make = (o: Partial<EmbeddedBm25KeywordIndexOptions> = {}, at = dir): EmbeddedBm25KeywordIndex => {
+    const s = new EmbeddedBm25KeywordIndex({ dir: at, synchronous: 'NORMAL', ...o });
+    open.push(s);
+    return s;
+  };
+  const search = async (s: EmbeddedBm25KeywordIndex, query: string, k = 10, sc: SearchScope = scope, filters?: Filters) =>
+    (await s.search({ query, k, scope: sc, filters })).map((h) => h.chunk_id);
+
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bm25-spec-'));
+  });
+  afterEach(async () => {
+    for (const s of open.splice(0)) await s.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('returns [] for an empty index, a stop-word-only query, unknown terms and k <= 0', async () => {
+    const s = make();
+    expect(await search(s, 'wing')).toEqual([]);
+    await s.upsert([chunk('a', 1, 0, 'the wing of the aircraft')]);
+    expect(await search(s, 'the of and')).toEqual([]);
+    expect(await search(s, '')).toEqual([]);
+    expect(await search(s, 'zeppelin')).toEqual([]);
+    expect(await search(s, 'wing', 0)).toEqual([]);
+    expect(await search(s, 'wing')).toEqual(['a#v1#0']);
+  });
+
+  it('computes Lucene-style BM25 with the configured k1 and b', async () => {
+    const s = make();
+    await s.upsert([chunk('d1', 1, 0, 'apple banana'), chunk('d2', 1, 0, 'apple apple cherry'), chunk('d3', 1, 0, 'durian')]);
+    // N = 3, avgdl = 2, df(apple) = 2.
+    const idf = Math.log(1 + (3 - 2 + 0.5) / (2 + 0.5));
+    const bm25 = (tf: number, dl: number, k1: number, b: number) => (idf * tf) / (tf + k1 * (1 - b + (b * dl) / 2));
+    const hits = await s.search({ query: 'apple', k: 10, scope });
+    expect(hits.map((h) => h.chunk_id)).toEqual(['d2#v1#0', 'd1#v1#0']);
+    expect(hits[0]!.score).toBeCloseTo(bm25(2, 3, 0.9, 0.4), 10);
+    expect(hits[1]!.score).toBeCloseTo(bm25(1, 2, 0.9, 0.4), 10);
+    expect(hits[0]).toMatchObject({ document_id: 'd2', version: 1 });
+    await s.close();
+    // Integral k1/b must not turn the SQL arithmetic into integer division.
+    const s2 = make({ k1: 2, b: 1 });
+    const hits2 = await s2.search({ query: 'apple', k: 10, scope });
+    expect(hits2[0]!.score).toBeCloseTo(bm25(2, 3, 2, 1), 10);
+    expect(hits2[1]!.score).toBeCloseTo(bm25(1, 2, 2, 1), 10);
+    // A query term repeated counts twice; two terms add up.
+    const twice = await s2.search({ query: 'apple apple', k: 1, scope });
+    expect(twice[0]!.score).toBeCloseTo(2 * bm25(2, 3, 2, 1), 10);
+  });
+
+  it('stems English: "wings" finds "wing" and vice versa', async () => {
+    const s = make();
+    await s.upsert([
+      chunk('a', 1, 0, 'Pressure distribution over a swept wing at supersonic speed.'),
+      chunk('b', 1, 0, 'Flutter of delta wings and their testing in the tunnel.'),
+      chunk('c', 1, 0, 'Boundary layer transition on a flat plate.'),
+    ]);
+    expect((await search(s, 'wings')).sort()).toEqual(['a#v1#0', 'b#v1#0']);
+    expect((await search(s, 'wing')).sort()).toEqual(['a#v1#0', 'b#v1#0']);
+    expect(await search(s, 'tested')).toEqual(['b#v1#0']);
+  });
+
+  it('segments Chinese: 首都 finds the capital sentences', async () => {
+    const s = make();
+    await s.upsert([
+      chunk('bj', 1, 0, '北京是中国的首都，也是政治和文化中心。'),
+      chunk('tk', 1, 0, '东京是日本的首都。'),
+      chunk('sh', 1, 0, '上海是中国最大的经济中心城市。'),
+      chunk('en', 1, 0, 'Paris is the capital of France.'),
+    ]);
+    expect((await search(s, '首都')).sort()).toEqual(['bj#v1#0', 'tk#v1#0']);
+    expect((await search(s, '中国的首都是哪里？'))[0]).toBe('bj#v1#0');
+    expect(await search(s, '经济')).toEqual(['sh#v1#0']);
+    expect(await search(s, 'capital')).toEqual(['en#v1#0']);
+  });
+
+  it('indexes title and heading path with the text', async () => {
+    const s = make();
+    await s.upsert([
+      chunk('a', 1, 0, 'Some body text.', { title: 'Hypersonic Inlets', heading_path: ['Design', 'Boundary bleed'] }),
+      chunk('b', 1, 0, 'Other text.'),
+    ]);
+    expect(await search(s, 'hypersonic')).toEqual(['a#v1#0']);
+    expect(await search(s, 'bleed')).toEqual(['a#v1#0']);
+  });
+
+  it('is idempotent: the same chunk twice changes neither the count nor the scores', async () => {
+    const s = make();
+    const cs = [chunk('a', 1, 0, 'wing flutter'), chunk('b', 1, 0, 'wing stall at low speed')];
+    await s.upsert(cs);
+    const before = await s.search({ query: 'wing flutter', k: 10, scope });
+    await s.upsert(cs);
+    await s.upsert([cs[0]!, cs[0]!]);
+    expect(await s.count()).toBe(2);
+    expect(await s.search({ query: 'wing flutter', k: 10, scope })).toEqual(before);
+  });
+
+  it('replaces a chunk whose content changed under the same chunk_id', async () => {
+    const s = make();
+    await s.upsert([chunk('a', 1, 0, 'supersonic nozzle'), chunk('b', 1, 0, 'subsonic nozzle')]);
+    await s.upsert([chunk('a', 1, 0, 'hypersonic inlet')]);
+    expect(await s.count()).toBe(2);
+    expect(await search(s, 'supersonic')).toEqual([]);
+    expect(await search(s, 'nozzle')).toEqual(['b#v1#0']);
+    expect(await search(s, 'inlet')).toEqual(['a#v1#0']);
+  });
+
+  it('replaces a document version (write v2, delete all but v2) with statistics identical to a fresh index', async () => {
+    const s = make();
+    await s.upsert([chunk('doc', 1, 0, 'old shock wave text'), chunk('doc', 1, 1, 'old shock tube text'), chunk('x', 1, 0, 'shock layer')]);
+    const v2 = [chunk('doc', 2, 0, 'new shock wave interaction'), chunk('doc', 2, 1, 'new expansion fan')];
+    await s.upsert(v2);
+    expect(await s.deleteDocument('doc', 2)).toBe(2);
+    expect(await s.count('doc')).toBe(2);
+    const hits = await s.search({ query: 'old shock wave text tube', k: 10, scope });
+    expect(hits.every((h) => h.version === 2 || h.document_id !== 'doc')).toBe(true);
+    expect(hits.map((h) => h.chunk_id).sort()).toEqual(['doc#v2#0', 'x#v1#0']);
+    expect(await search(s, 'old')).toEqual([]);
+
+    const fresh = make({}, fs.mkdtempSync(path.join(dir, 'fresh-')));
+    await fresh.upsert([chunk('x', 1, 0, 'shock layer'), ...v2]);
+    expect(await s.search({ query: 'shock wave expansion', k: 10, scope })).toEqual(
+      await fresh.search({ query: 'shock wave expansion', k: 10, scope }),
+    );
+    expect(await s.deleteDocument('doc', 2)).toBe(0);
+  });
+
+  it('deletes every chunk of a document, parents included', async () => {
+    const s = make();
+    await s.upsert([
+      chunk('a', 1, 0, 'parent text about wings', { kind: 'parent' }),
+      chunk('a', 1, 1, 'child about wings', { parent_id: 'a#v1#0' }),
+      chunk('b', 1, 0, 'other wings'),
+    ]);
+    expect(await s.deleteDocument('a')).toBe(2);
+    expect(await s.count()).toBe(1);
+    expect(await search(s, 'wings')).toEqual(['b#v1#0']);
+    expect(await s.getChunks(['a#v1#0', 'a#v1#1'])).toEqual([]);
+    expect(await s.deleteDocument('nope')).toBe(0);
+  });
+
+  it('searches children only, stores parents, and round-trips full chunks in getChunks order', async () => {
+    const s = make();
+    const parent = chunk('a', 1, 0, 'Parent section: transonic buffet on wings.', {
+      kind: 'parent',
+      title: 'Buffet',
+      heading_path: ['Ch 1'],
+      source_url: 'https://example.com/a',
+      metadata: { tags: ['x'], n: 1.5, ok: true },
+      acl: ['g1', 'g2'],
+    });
+    const child = chunk('a', 1, 1, 'Transonic buffet.', { parent_id: 'a#v1#0', title: 'Buffet', heading_path: ['Ch 1'] });
+    await s.upsert([parent, child]);
+    expect(await search(s, 'wings')).toEqual([]); // only in the parent
+    expect(await search(s, 'buffet')).toEqual(['a#v1#1']);
+    expect(await s.getChunks(['a#v1#1', 'missing', 'a#v1#0', 'a#v1#1'])).toEqual([child, parent]);
+    expect(await s.getChunks([])).toEqual([]);
+    expect(await s.count()).toBe(2);
+    expect(await s.count('a')).toBe(2);
+    expect(await s.count('b')).toBe(0);
+  });
+
+  it('isolates tenants and enforces the ACL inside the query', async () => {
+    const s = make();
+    await s.upsert([
+      chunk('t2', 1, 0, 'wing wing wing', { tenant: 't2' }),
+      chunk('fin', 1, 0, 'wing wing', { acl: ['group:finance'] }),
+      chunk('alice', 1, 0, 'wing report', { acl: ['user:alice'] }),
+      chunk('pub', 1, 0, 'a long public text about one wing and many other things'),
+    ]);
+    const docs = async (sc: SearchScope, k = 10) => (await s.search({ query: 'wing', k, scope: sc })).map((h) => h.document_id).sort();
+    expect(await docs({ tenant: 't1' })).toEqual(['alice', 'fin', 'pub']);
+    expect(await docs({ tenant: 't2' })).toEqual(['t2']);
+    expect(await docs({ tenant: 'zz' })).toEqual([]);
+    expect(await docs({ tenant: 't1', principals: [] })).toEqual(['pub']);
+    expect(await docs({ tenant: 't1', principals: ['user:alice'] })).toEqual(['alice', 'pub']);
+    expect(await docs({ tenant: 't1', principals: ['user:bob', 'group:finance'] })).toEqual(['fin', 'pub']);
+    // The best-scoring chunks are forbidden; k=1 still returns an allowed one.
+    expect(await docs({ tenant: 't1', principals: ['user:nobody'] }, 1)).toEqual(['pub']);
+  });
+
+  it('applies metadata filters inside the query (eq, string[] contains, in, range, document_id)', async () => {
+    const s = make();
+    await s.upsert([
+      chunk('a', 1, 0, 'wing', { metadata: { lang: 'en', tags: ['x', 'y', '5'], year: 2020, draft: true, 'x.y': 'dot' } }),
+      chunk('b', 1, 0, 'wing', { metadata: { lang: 'zh', tags: ['y'], year: 2022, draft: false, ratio: 0.5 } }),
+      chunk('c', 1, 0, 'wing', { metadata: { lang: 'en', tags: [], year: 2024, n: '2024', ratio: 1 } }),
+      chunk('d', 1, 0, 'wing', { metadata: {} }),
+    ]);
+    const docs = async (filters: Filters) => (await s.search({ query: 'wing', k: 10, scope, filters })).map((h) => h.document_id).sort();
+    expect(await docs({ lang: 'en' })).toEqual(['a', 'c']);
+    expect(await docs({ tags: 'y' })).toEqual(['a', 'b']);
+    expect(await docs({ tags: 5 })).toEqual(['a']); // string[] contains String(5)
+    expect(await docs({ draft: true })).toEqual(['a']);
+    expect(await docs({ draft: false })).toEqual(['b']);
+    expect(await docs({ lang: { in: ['zh', 'fr'] } })).toEqual(['b']);
+    expect(await docs({ tags: { in: ['x', 'z'] } })).toEqual(['a']);
+    expect(await docs({ year: { in: [2022, 2024] } })).toEqual(['b', 'c']);
+    expect(await docs({ year: { gte: 2022 } })).toEqual(['b', 'c']);
+    expect(await docs({ year: { gt: 2020, lt: 2024 } })).toEqual(['b']);
+    expect(await docs({ ratio: { lte: 0.5 } })).toEqual(['b']);
+    expect(await docs({ ratio: 1 })).toEqual(['c']);
+    expect(await docs({ year: 2024 })).toEqual(['c']);
+    expect(await docs({ n: 2024 })).toEqual([]); // a string never equals a number
+    expect(await docs({ n: { gte: 0 } })).toEqual([]); // ranges apply to numbers only
+    expect(await docs({ 'x.y': 'dot' })).toEqual(['a']);
+    expect(await docs({ document_id: 'c' })).toEqual(['c']);
+    expect(await docs({ document_id: { in: ['a', 'd'] } })).toEqual(['a', 'd']);
+    expect(await docs({ lang: 'en', year: { lt: 2021 } })).toEqual(['a']);
+    expect(await docs({ missing: 'x' })).toEqual([]);
+  });
+
+  it('returns k matching results when a filter excludes the top BM25 hits', async () => {
+    const s = make();
+    const cs: Chunk[] = [];
+    for (let i = 0; i < 30; i++) {
+      // Lower i = more occurrences of "wing" = higher score.
+      const text = `${'wing '.repeat(30 - i)}${'filler '.repeat(i)}`;
+      cs.push(chunk(`d${i}`, 1, 0, text, { metadata: { group: i < 10 ? 'top' : 'rest' } }));
+    }
+    await s.upsert(cs);
+    expect(await search(s, 'wing', 3)).toEqual(['d0#v1#0', 'd1#v1#0', 'd2#v1#0']);
+    const hits = await search(s, 'wing', 5, scope, { group: 'rest' });
+    expect(hits).toEqual(['d10#v1#0', 'd11#v1#0', 'd12#v1#0', 'd13#v1#0', 'd14#v1#0']);
+  });
+
+  it('filters exactly like matches() from @rag/domain (randomised)', async () => {
+    const s = make();
+    const r = rng(7);
+    const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!;
+    const scalars = ['en', 'zh', 'a', '5', 5, 2020, 1.5, true, false] as const;
+    const chunks: Chunk[] = [];
+    for (let i = 0; i < 150; i++) {
+      const metadata: Metadata = {};
+      if (r() < 0.8) metadata.lang = pick(scalars);
+      if (r() < 0.7) metadata.tags = ['a', 'b', '5', 'true', 'en'].filter(() => r() < 0.4);
+      if (r() < 0.8) metadata.year = pick([2019, 2020, 2021, 2022.5, '2020']);
+      if (r() < 0.5) metadata.flag = r() < 0.5;
+      const acl = pick([['*'], ['g1'], ['g2'], ['g1', 'u1'], []]);
+      chunks.push(chunk(`d${i % 40}`, 1, i, 'common text', { metadata, acl, tenant: r() < 0.9 ? 't1' : 't2' }));
+    }
+    await s.upsert(chunks);
+    const cond = (): FilterCondition => {
+      const x = r();
+      if (x < 0.4) return pick(scalars);
+      if (x < 0.7) return { in: ['en', 'a', '5', 5, 2020, 'd3', 'true'].filter(() => r() < 0.3).concat(['zz']) };
+      const range: { gte?: number; gt?: number; lte?: number; lt?: number } = {};
+      if (r() < 0.5) range.gte = pick([2019, 2020, 2021]);
+      if (r() < 0.5) range.lt = pick([2021, 2022, 2023]);
+      if (r() < 0.3) range.gt = pick([0, 2020]);
+      if (Object.keys(range).length === 0) range.lte = 2020;
+      return range;
+    };
+    for (let trial = 0; trial < 200; trial++) {
+      const filters: Filters = {};
+      const nkeys = Math.floor(r() * 3);
+      for (let j = 0; j < nkeys; j++) filters[pick(['lang', 'tags', 'year', 'flag', 'document_id', 'missing'])] = cond();
+      if (r() < 0.2) filters.document_id = pick(['d3', 'd4', { in: ['d1', 'd2', 'd3'] }, 3]);
+      const sc: SearchScope = r() < 0.5 ? { tenant: 't1' } : { tenant: pick(['t1', 't2']), principals: pick([[], ['g1'], ['u1', 'g2'], ['zz']]) };
+      const expected = chunks.filter((c) => matches(c, sc, filters)).map((c) => c.chunk_id).sort();
+      const got = (await search(s, 'common', 1000, sc, filters)).sort();
+      expect({ filters, sc, got }).toEqual({ filters, sc, got: expected });
+    }
+  });
+
+  it('persists across close and reopen', async () => {
+    const s1 = make();
+    const c = chunk('a', 1, 0, '北京是中国的首都', { metadata: { lang: 'zh' }, acl: ['g'] });
+    await s1.upsert([c, chunk('b', 1, 0, 'wing flutter')]);
+    const before = await s1.search({ query: '首都', k: 5, scope });
+    await s1.close();
+    const s2 = make();
+    expect(await s2.count()).toBe(2);
+    expect(await s2.search({ query: '首都', k: 5, scope: { tenant: 't1', principals: ['g'] }, filters: { lang: 'zh' } })).toEqual(before);
+    expect(await s2.getChunks(['a#v1#0'])).toEqual([c]);
+    await s2.deleteDocument('b');
+    expect(await search(s2, 'wing')).toEqual([]);
+  });
+
+  it('rejects use after close, and close is idempotent', async () => {
+    const s = make();
+    await s.close();
+    await s.close();
+    await expect(s.count()).rejects.toThrow(/closed/);
+  });
+
+  const cranfield = path.resolve(__dirname, '../../../../../shared/eval/cranfield');
+  it.skipIf(!fs.existsSync(path.join(cranfield, 'corpus.jsonl')))('reaches the expected BM25 quality on Cranfield (nDCG@10 ≈ 0.32)', async () => {
+    const s = make();
+    const lines = (f: string) => fs.readFileSync(path.join(cranfield, f), 'utf8').split('\n').filter((l) => l.trim().length > 0);
+    const corpus = lines('corpus.jsonl').map((l) => JSON.parse(l) as { _id: string; title: string; text: string });
+    await s.upsert(corpus.map((d) => chunk(`c${d._id}`, 1, 0, d.text, { title: d.title })));
+    const queries = lines('queries.jsonl').map((l) => JSON.parse(l) as { _id: string; text: string });
+    const qrels = new Map<string, Map<string, number>>();
+    const qrelFile = fs.readdirSync(path.join(cranfield, 'qrels')).find((f) => f.startsWith('test')) ?? fs.readdirSync(path.join(cranfield, 'qrels'))[0]!;
+    for (const l of lines(path.join('qrels', qrelFile)).slice(1)) {
+      const [q, d, g] = l.split('\t');
+      if (!qrels.has(q!)) qrels.set(q!, new Map());
+      qrels.get(q!)!.set(`c${d}`, Number(g));
+    }
+    let ndcgSum = 0;
+    let evaluated = 0;
+    for (const q of queries) {
+      const rel = qrels.get(q._id);
+      if (!rel) continue;
+      const hits = (await s.search({ query: q.text, k: 10, scope })).map((h) => h.document_id);
+      const dcg = hits.reduce((acc, d, i) => acc + ((2 ** (rel.get(d) ?? 0) - 1) / Math.log2(i + 2)), 0);
+      const ideal = [...rel.values()].sort((a, b) => b - a).slice(0, 10).reduce((acc, g, i) => acc + (2 ** g - 1) / Math.log2(i + 2), 0);
+      ndcgSum += ideal > 0 ? dcg / ideal : 0;
+      evaluated++;
+    }
+    const ndcg = ndcgSum / evaluated;
+    expect(evaluated).toBeGreaterThan(100);
+    expect(ndcg).toBeGreaterThan(0.29);
+    expect(ndcg).toBeLessThan(0.36);
+  });
+});

@@ -1,0 +1,489 @@
+import { createHash } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import Database from 'better-sqlite3';
+import { HierarchicalNSW } from 'hnswlib-node';
+import type { MetadataValue } from '@rag/contracts';
+import { matches, type FilterTarget } from '@rag/domain';
+import { Logger } from '@rag/platform';
+import type { VectorHit, VectorRecord, VectorSearchRequest, VectorStore } from '@rag/ports';
+
+/**
+ * Embedded, persistent vector store for the one-process mode.
+ *
+ * - SQLite (better-sqlite3, WAL) is the source of truth: one row per chunk with its security fields,
+ *   metadata and the float32 vector as a BLOB. The row's `label` (an AUTOINCREMENT rowid, never reused)
+ *   is the hnswlib label.
+ * - The hnswlib graph (cosine space) is derived data. It is written to `index.hnsw` (plus `index.meta.json`
+ *   recording the SQLite generation and record count it reflects) on `flush()`, on `close()`, after a
+ *   rebuild and periodically while dirty. On open it is loaded only when its meta matches SQLite;
+ *   otherwise it is rebuilt from the SQLite blobs. A crash therefore can never lose vectors: at worst
+ *   the next open spends time rebuilding.
+ * - Search passes a filter callback to `searchKnn`, which evaluates `matches()` (tenant, ACL, metadata
+ *   filters) on an in-memory label → fields map, so filtering happens inside the graph traversal and a
+ *   restrictive filter still yields k matching hits (hnswlib keeps exploring until it has `ef` allowed
+ *   candidates). The same map is also the liveness check: a label unknown to SQLite is never returned.
+ * - Each model/dimension gets its own folder `dir/<sanitised modelId>-<dim>/`, so vectors of two models
+ *   never mix, and the stored model id/dim are checked on open.
+ *
+ * One instance per folder: two live instances on the same folder (even in one process) are not supported.
+ */
+export interface EmbeddedHnswVectorStoreOptions {
+  /** Parent data folder (e.g. `${RAG_DATA_DIR}/vectors`). */
+  dir: string;
+  /** Embedding model id; its vectors live in their own sub-folder. */
+  modelId: string;
+  /** Vector dimension; every upserted and query vector must have it. */
+  dim: number;
+  /** HNSW graph degree (default 16). Only used when an index is built. */
+  m?: number;
+  /** HNSW construction beam width (default 200). Only used when an index is built. */
+  efConstruction?: number;
+  /** HNSW search beam width (default 100; raised to k for larger k). */
+  ef?: number;
+  /** Initial capacity of a new index (default 1024); it doubles whenever full. */
+  initialCapacity?: number;
+  /** Write the index file every this many ms while it has unsaved changes (default 60 000; 0 = only on flush/close). */
+  persistIntervalMs?: number;
+  /** SQLite `synchronous` (default FULL: a returned upsert survives power loss). */
+  synchronous?: 'FULL' | 'NORMAL';
+  /** Seed for the HNSW level generator (default 100), for reproducible graphs. */
+  randomSeed?: number;
+  logger?: Logger;
+}
+
+interface LiveEntry extends FilterTarget {
+  chunk_id: string;
+  version: number;
+}
+
+interface RecordRow {
+  label: number;
+  chunk_id: string;
+  document_id: string;
+  tenant: string;
+  version: number;
+  acl: string;
+  metadata: string;
+}
+
+interface IndexMeta {
+  format: number;
+  model_id: string;
+  dim: number;
+  generation: number;
+  count: number;
+  saved_at: string;
+}
+
+type IndexOp = { kind: 'remove'; label: number } | { kind: 'add'; label: number; vector: Float32Array; entry: LiveEntry };
+
+const INDEX_FILE = 'index.hnsw';
+const META_FILE = 'index.meta.json';
+const DB_FILE = 'vectors.db';
+const META_FORMAT = 1;
+const NEW_STORE = 'new store';
+
+/** Folder name for a model: readable, filesystem-safe, and unambiguous (a hash is added when characters were replaced). */
+export function modelFolderName(modelId: string, dim: number): string {
+  let safe = modelId.replace(/[^A-Za-z0-9._-]+/g, '_').replace(/^\.+/, '_');
+  if (safe !== modelId || safe.length === 0 || safe.length > 100) {
+    safe = `${safe.slice(0, 100)}-${createHash('sha256').update(modelId).digest('hex').slice(0, 8)}`;
+  }
+  return `${safe}-${dim}`;
+}
+
+function toBlob(v: Float32Array): Buffer {
+  return Buffer.from(v.buffer, v.byteOffset, v.byteLength);
+}
+
+function fromBlob(b: Buffer): Float32Array {
+  // Copy: a Buffer's byteOffset need not be 4-byte aligned.
+  const out = new Float32Array(b.byteLength / 4);
+  new Uint8Array(out.buffer).set(b);
+  return out;
+}
+
+function toArray(v: Float32Array): number[] {
+  return Array.from(v);
+}
+
+export class EmbeddedHnswVectorStore implements VectorStore {
+  readonly storeDir: string;
+  private readonly dim: number;
+  private readonly modelId: string;
+  private readonly m: number;
+  private readonly efConstruction: number;
+  private readonly ef: number;
+  private readonly initialCapacity: number;
+  private readonly randomSeed: number;
+  private readonly log: Logger;
+  private readonly db: Database.Database;
+  private index!: HierarchicalNSW;
+  /** label → fields used by the search filter; exactly the rows of SQLite. */
+  private readonly live = new Map<number, LiveEntry>();
+  /** Labels present in the graph but marked deleted (their slots are reused by later inserts). */
+  private deletedInIndex = 0;
+  private generation = 0;
+  private dirty = false;
+  private closed = false;
+  private timer: NodeJS.Timeout | undefined;
+
+  private readonly stmt: {
+    byChunk: Database.Statement<[string], { label: number; document_id: string; tenant: string; version: number; acl: string; metadata: string; vector: Buffer }>;
+    insert: Database.Statement<[string, string, string, number, string, string, Buffer]>;
+    deleteLabel: Database.Statement<[number]>;
+    docLabels: Database.Statement<[string], { label: number }>;
+    docLabelsExcept: Database.Statement<[string, number], { label: number }>;
+    countAll: Database.Statement<[], { n: number }>;
+    countDoc: Database.Statement<[string], { n: number }>;
+    setGeneration: Database.Statement<[string]>;
+  };
+
+  /** Async factory (the constructor is synchronous; this is the form DI factories usually want). */
+  static async open(opts: EmbeddedHnswVectorStoreOptions): Promise<EmbeddedHnswVectorStore> {
+    return new EmbeddedHnswVectorStore(opts);
+  }
+
+  constructor(opts: EmbeddedHnswVectorStoreOptions) {
+    if (!Number.isInteger(opts.dim) || opts.dim <= 0) throw new Error(`EmbeddedHnswVectorStore: dim must be a positive integer, got ${opts.dim}`);
+    if (!opts.modelId) throw new Error('EmbeddedHnswVectorStore: modelId is required');
+    this.dim = opts.dim;
+    this.modelId = opts.modelId;
+    this.m = opts.m ?? 16;
+    this.efConstruction = opts.efConstruction ?? 200;
+    this.ef = opts.ef ?? 100;
+    this.initialCapacity = Math.max(16, opts.initialCapacity ?? 1024);
+    this.randomSeed = opts.randomSeed ?? 100;
+    this.log = opts.logger ?? new Logger('embedded-hnsw');
+    this.storeDir = path.join(opts.dir, modelFolderName(opts.modelId, opts.dim));
+    fs.mkdirSync(this.storeDir, { recursive: true });
+
+    this.db = new Database(path.join(this.storeDir, DB_FILE));
+    try {
+      this.db.pragma('journal_mode = WAL');
+      this.db.pragma(`synchronous = ${opts.synchronous ?? 'FULL'}`);
+      this.db.pragma('busy_timeout = 5000');
+      this.db.exec(`
+        CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE IF NOT EXISTS records (
+          label       INTEGER PRIMARY KEY AUTOINCREMENT,
+          chunk_id    TEXT NOT NULL UNIQUE,
+          document_id TEXT NOT NULL,
+          tenant      TEXT NOT NULL,
+          version     INTEGER NOT NULL,
+          acl         TEXT NOT NULL,
+          metadata    TEXT NOT NULL,
+          vector      BLOB NOT NULL
+        );
+        CREATE INDEX IF NOT EXISTS records_document ON records (document_id, version);
+      `);
+      this.checkIdentity();
+      this.stmt = {
+        byChunk: this.db.prepare('SELECT label, document_id, tenant, version, acl, metadata, vector FROM records WHERE chunk_id = ?'),
+        insert: this.db.prepare(
+          'INSERT INTO records (chunk_id, document_id, tenant, version, acl, metadata, vector) VALUES (?, ?, ?, ?, ?, ?, ?)',
+        ),
+        deleteLabel: this.db.prepare('DELETE FROM records WHERE label = ?'),
+        docLabels: this.db.prepare('SELECT label FROM records WHERE document_id = ?'),
+        docLabelsExcept: this.db.prepare('SELECT label FROM records WHERE document_id = ? AND version <> ?'),
+        countAll: this.db.prepare('SELECT COUNT(*) AS n FROM records'),
+        countDoc: this.db.prepare('SELECT COUNT(*) AS n FROM records WHERE document_id = ?'),
+        setGeneration: this.db.prepare("INSERT INTO meta (key, value) VALUES ('generation', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"),
+      };
+      const gen = this.db.prepare<[], { value: string }>("SELECT value FROM meta WHERE key = 'generation'").get();
+      this.generation = gen ? Number(gen.value) : 0;
+      this.loadLive();
+      this.openIndex();
+    } catch (e) {
+      this.db.close();
+      throw e;
+    }
+    const every = opts.persistIntervalMs ?? 60_000;
+    if (every > 0) {
+      this.timer = setInterval(() => {
+        if (!this.dirty || this.closed) return;
+        try {
+          this.persistIndex();
+        } catch (e) {
+          this.log.error('periodic hnsw index write failed', { dir: this.storeDir, error: e });
+        }
+      }, every);
+      this.timer.unref();
+    }
+  }
+
+  async upsert(records: VectorRecord[]): Promise<void> {
+    this.assertOpen();
+    for (const r of records) this.validate(r);
+    if (records.length === 0) return;
+    const ops: IndexOp[] = [];
+    this.db.transaction(() => {
+      for (const r of records) {
+        const blob = toBlob(r.vector);
+        const acl = JSON.stringify(r.acl);
+        const metadata = JSON.stringify(r.metadata);
+        const old = this.stmt.byChunk.get(r.chunk_id);
+        if (
+          old &&
+          old.document_id === r.document_id &&
+          old.tenant === r.tenant &&
+          old.version === r.version &&
+          old.acl === acl &&
+          old.metadata === metadata &&
+          old.vector.equals(blob)
+        ) {
+          continue; // idempotent replay: nothing changes, no label churn
+        }
+        if (old) {
+          this.stmt.deleteLabel.run(old.label);
+          ops.push({ kind: 'remove', label: old.label });
+        }
+        const info = this.stmt.insert.run(r.chunk_id, r.document_id, r.tenant, r.version, acl, metadata, blob);
+        const label = Number(info.lastInsertRowid);
+        ops.push({
+          kind: 'add',
+          label,
+          vector: r.vector,
+          entry: {
+            chunk_id: r.chunk_id,
+            document_id: r.document_id,
+            tenant: r.tenant,
+            version: r.version,
+            acl: [...r.acl],
+            metadata: JSON.parse(metadata) as Record<string, MetadataValue>,
+          },
+        });
+      }
+      if (ops.length > 0) this.bumpGeneration();
+    })();
+    this.applyOps(ops);
+  }
+
+  async search(req: VectorSearchRequest): Promise<VectorHit[]> {
+    this.assertOpen();
+    if (req.vector.length !== this.dim) {
+      throw new Error(`EmbeddedHnswVectorStore(${this.modelId}): query vector has dimension ${req.vector.length}, expected ${this.dim}`);
+    }
+    const k = Math.min(Math.floor(req.k), this.live.size);
+    if (!(k > 0)) return [];
+    const { scope, filters } = req;
+    const filter = (label: number): boolean => {
+      const e = this.live.get(label);
+      return e !== undefined && matches(e, scope, filters);
+    };
+    this.index.setEf(Math.max(this.ef, k));
+    const res = this.index.searchKnn(toArray(req.vector), k, filter);
+    const hits: VectorHit[] = [];
+    for (let i = 0; i < res.neighbors.length; i++) {
+      const e = this.live.get(res.neighbors[i]!);
+      if (!e) continue;
+      hits.push({ chunk_id: e.chunk_id, document_id: e.document_id, version: e.version, score: 1 - res.distances[i]! });
+    }
+    return hits;
+  }
+
+  async deleteDocument(documentId: string, keepVersion?: number): Promise<number> {
+    this.assertOpen();
+    const labels = this.db.transaction(() => {
+      const rows = keepVersion === undefined ? this.stmt.docLabels.all(documentId) : this.stmt.docLabelsExcept.all(documentId, keepVersion);
+      for (const r of rows) this.stmt.deleteLabel.run(r.label);
+      if (rows.length > 0) this.bumpGeneration();
+      return rows.map((r) => r.label);
+    })();
+    this.applyOps(labels.map((label) => ({ kind: 'remove', label })));
+    return labels.length;
+  }
+
+  async count(documentId?: string): Promise<number> {
+    this.assertOpen();
+    return documentId === undefined ? this.stmt.countAll.get()!.n : this.stmt.countDoc.get(documentId)!.n;
+  }
+
+  async flush(): Promise<void> {
+    this.assertOpen();
+    if (this.dirty) this.persistIndex();
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    if (this.timer) clearInterval(this.timer);
+    try {
+      if (this.dirty) this.persistIndex();
+    } finally {
+      this.closed = true;
+      this.db.close();
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  private assertOpen(): void {
+    if (this.closed) throw new Error(`EmbeddedHnswVectorStore(${this.storeDir}) is closed`);
+  }
+
+  private validate(r: VectorRecord): void {
+    if (!r.chunk_id) throw new Error('EmbeddedHnswVectorStore: record without chunk_id');
+    if (!(r.vector instanceof Float32Array)) throw new Error(`EmbeddedHnswVectorStore: vector of ${r.chunk_id} must be a Float32Array`);
+    if (r.vector.length !== this.dim) {
+      throw new Error(
+        `EmbeddedHnswVectorStore(${this.modelId}): vector of ${r.chunk_id} has dimension ${r.vector.length}, expected ${this.dim}`,
+      );
+    }
+    for (let i = 0; i < r.vector.length; i++) {
+      if (!Number.isFinite(r.vector[i]!)) throw new Error(`EmbeddedHnswVectorStore: vector of ${r.chunk_id} has a non-finite value at ${i}`);
+    }
+  }
+
+  /** The folder name already encodes model and dim; the stored values catch a hash collision or a hand-copied folder. */
+  private checkIdentity(): void {
+    const get = this.db.prepare<[string], { value: string }>('SELECT value FROM meta WHERE key = ?');
+    const model = get.get('model_id')?.value;
+    const dim = get.get('dim')?.value;
+    if (model === undefined) {
+      const put = this.db.prepare('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)');
+      this.db.transaction(() => {
+        put.run('model_id', this.modelId);
+        put.run('dim', String(this.dim));
+      })();
+      return;
+    }
+    if (model !== this.modelId || Number(dim) !== this.dim) {
+      throw new Error(`EmbeddedHnswVectorStore: ${this.storeDir} holds vectors of ${model} (dim ${dim}), not ${this.modelId} (dim ${this.dim})`);
+    }
+  }
+
+  private bumpGeneration(): void {
+    this.generation += 1;
+    this.stmt.setGeneration.run(String(this.generation));
+  }
+
+  private loadLive(): void {
+    this.live.clear();
+    const rows = this.db.prepare<[], RecordRow>('SELECT label, chunk_id, document_id, tenant, version, acl, metadata FROM records');
+    for (const r of rows.iterate()) {
+      this.live.set(r.label, {
+        chunk_id: r.chunk_id,
+        document_id: r.document_id,
+        tenant: r.tenant,
+        version: r.version,
+        acl: JSON.parse(r.acl) as string[],
+        metadata: JSON.parse(r.metadata) as Record<string, MetadataValue>,
+      });
+    }
+  }
+
+  private openIndex(): void {
+    const reason = this.tryLoadIndex();
+    if (reason === null) return;
+    if (reason === NEW_STORE) {
+      this.index = this.newIndex(this.initialCapacity);
+      this.deletedInIndex = 0;
+      this.dirty = false;
+      return;
+    }
+    const started = Date.now();
+    this.rebuildIndex();
+    this.log.info('rebuilt hnsw index from sqlite', { dir: this.storeDir, reason, records: this.live.size, ms: Date.now() - started });
+    this.persistIndex();
+  }
+
+  /** Loads the saved index when it reflects the SQLite state; returns why it could not, or null on success. */
+  private tryLoadIndex(): string | null {
+    const indexPath = path.join(this.storeDir, INDEX_FILE);
+    const metaPath = path.join(this.storeDir, META_FILE);
+    if (!fs.existsSync(indexPath)) return this.live.size === 0 && this.generation === 0 ? NEW_STORE : 'index file missing';
+    let meta: IndexMeta;
+    try {
+      meta = JSON.parse(fs.readFileSync(metaPath, 'utf8')) as IndexMeta;
+    } catch {
+      return 'index meta missing or unreadable';
+    }
+    if (meta.format !== META_FORMAT || meta.model_id !== this.modelId || meta.dim !== this.dim) return 'index meta is for another format/model';
+    if (meta.generation !== this.generation || meta.count !== this.live.size) {
+      return `index is stale (index generation ${meta.generation}/${meta.count} records, sqlite ${this.generation}/${this.live.size})`;
+    }
+    const index = new HierarchicalNSW('cosine', this.dim);
+    try {
+      index.readIndexSync(indexPath, true);
+    } catch (e) {
+      return `index file unreadable: ${e instanceof Error ? e.message : String(e)}`;
+    }
+    const ids = new Set(index.getIdsList());
+    for (const label of this.live.keys()) if (!ids.has(label)) return `index lacks label ${label}`;
+    this.index = index;
+    this.index.setEf(this.ef);
+    this.deletedInIndex = Math.max(0, index.getCurrentCount() - this.live.size);
+    this.dirty = false;
+    return null;
+  }
+
+  private newIndex(capacity: number): HierarchicalNSW {
+    const index = new HierarchicalNSW('cosine', this.dim);
+    index.initIndex({ maxElements: capacity, m: this.m, efConstruction: this.efConstruction, randomSeed: this.randomSeed, allowReplaceDeleted: true });
+    index.setEf(this.ef);
+    return index;
+  }
+
+  private rebuildIndex(): void {
+    const n = this.live.size;
+    this.index = this.newIndex(Math.max(this.initialCapacity, Math.ceil(n * 1.25)));
+    this.deletedInIndex = 0;
+    const rows = this.db.prepare<[], { label: number; vector: Buffer }>('SELECT label, vector FROM records ORDER BY label');
+    for (const r of rows.iterate()) this.index.addPoint(toArray(fromBlob(r.vector)), r.label);
+    this.dirty = true;
+  }
+
+  /** Applies committed SQLite changes to the graph and the label map. */
+  private applyOps(ops: IndexOp[]): void {
+    if (ops.length === 0) return;
+    try {
+      for (const op of ops) {
+        if (op.kind === 'remove') {
+          if (this.live.delete(op.label)) {
+            this.index.markDelete(op.label);
+            this.deletedInIndex += 1;
+          }
+        } else {
+          if (this.deletedInIndex === 0 && this.index.getCurrentCount() >= this.index.getMaxElements()) {
+            const next = Math.max(this.initialCapacity, this.index.getMaxElements() * 2);
+            this.index.resizeIndex(next);
+            this.log.debug('grew hnsw index', { dir: this.storeDir, capacity: next });
+          }
+          const reuse = this.deletedInIndex > 0;
+          this.index.addPoint(toArray(op.vector), op.label, reuse);
+          if (reuse) this.deletedInIndex -= 1;
+          this.live.set(op.label, op.entry);
+        }
+      }
+    } catch (e) {
+      // SQLite already holds the truth: rebuild the derived graph rather than serve a divergent one.
+      this.log.error('hnsw update failed; rebuilding the index from sqlite', { dir: this.storeDir, error: e });
+      this.loadLive();
+      this.rebuildIndex();
+    }
+    this.dirty = true;
+  }
+
+  /** Writes the graph, then its meta; the meta is removed first so a crash mid-write forces a rebuild, never a stale load. */
+  private persistIndex(): void {
+    const indexPath = path.join(this.storeDir, INDEX_FILE);
+    const metaPath = path.join(this.storeDir, META_FILE);
+    fs.rmSync(metaPath, { force: true });
+    const tmpIndex = `${indexPath}.tmp`;
+    this.index.writeIndexSync(tmpIndex);
+    fs.renameSync(tmpIndex, indexPath);
+    const meta: IndexMeta = {
+      format: META_FORMAT,
+      model_id: this.modelId,
+      dim: this.dim,
+      generation: this.generation,
+      count: this.live.size,
+      saved_at: new Date().toISOString(),
+    };
+    const tmpMeta = `${metaPath}.tmp`;
+    fs.writeFileSync(tmpMeta, JSON.stringify(meta));
+    fs.renameSync(tmpMeta, metaPath);
+    this.dirty = false;
+  }
+}

@@ -1,0 +1,104 @@
+import { join } from 'node:path';
+import type { AppConfig } from '@rag/platform';
+import type { Bus, Embedder, KeywordIndex, Llm, Registry, Reranker, VectorStore } from '@rag/ports';
+import { CrossEncoderReranker } from '../cross-encoder';
+import { EmbeddedBm25KeywordIndex } from '../embedded-bm25';
+import { EmbeddedHnswVectorStore } from '../embedded-hnsw';
+import { CachedEmbedder } from '../embedding-cache';
+import { HashingEmbedder } from '../hashing-embedder';
+import { HttpEmbedder } from '../http-embedder';
+import { HttpReranker } from '../http-reranker';
+import { SqliteLogBus } from '../log-bus';
+import { OnnxEmbedder } from '../onnx-embedder';
+import { OpenAiCompatibleLlm } from '../openai-llm';
+import { SqliteRegistry } from '../sqlite-registry';
+
+/* Adapter selection: one exhaustive switch per port on validated config; an unknown value is a startup error. */
+
+const unknown = (what: string, value: never): never => {
+  throw new Error(`unknown ${what}: ${String(value)}`);
+};
+
+export function createBus(config: AppConfig): Bus {
+  return new SqliteLogBus({
+    path: join(config.dataDir, 'bus.db'),
+    partitions: config.RAG_BUS_PARTITIONS,
+    maxAttempts: config.RAG_BUS_MAX_ATTEMPTS,
+    retryBaseMs: config.RAG_BUS_RETRY_BASE_MS,
+  });
+}
+
+export function createRegistry(config: AppConfig): Registry {
+  return new SqliteRegistry({ dir: config.dataDir });
+}
+
+export async function createEmbedder(config: AppConfig): Promise<Embedder> {
+  const kind = config.RAG_EMBEDDER;
+  let inner: Embedder;
+  switch (kind) {
+    case 'hashing':
+      inner = new HashingEmbedder({ dim: config.RAG_EMBEDDING_DIM });
+      break;
+    case 'onnx':
+      inner = await OnnxEmbedder.create({ modelsDir: config.modelsDir, name: config.RAG_EMBEDDING_MODEL, batchSize: config.RAG_EMBEDDING_BATCH });
+      break;
+    case 'http':
+      inner = new HttpEmbedder({
+        baseUrl: config.RAG_EMBEDDING_URL!,
+        apiKey: config.RAG_EMBEDDING_API_KEY,
+        model: config.RAG_EMBEDDING_MODEL,
+        dim: config.RAG_EMBEDDING_DIM,
+        batchSize: config.RAG_EMBEDDING_BATCH,
+      });
+      break;
+    default:
+      return unknown('RAG_EMBEDDER', kind);
+  }
+  return new CachedEmbedder(inner, { path: join(config.dataDir, 'embedding-cache.db') });
+}
+
+export function createVectorStore(config: AppConfig, embedder: Embedder): VectorStore {
+  return new EmbeddedHnswVectorStore({
+    dir: join(config.dataDir, 'vectors'),
+    modelId: embedder.modelId,
+    dim: embedder.dim,
+    m: config.RAG_HNSW_M,
+    efConstruction: config.RAG_HNSW_EF_CONSTRUCTION,
+    ef: config.RAG_HNSW_EF,
+  });
+}
+
+export function createKeywordIndex(config: AppConfig): KeywordIndex {
+  return new EmbeddedBm25KeywordIndex({ dir: config.dataDir });
+}
+
+export async function createReranker(config: AppConfig): Promise<Reranker | null> {
+  const kind = config.RAG_RERANKER;
+  switch (kind) {
+    case 'none':
+      return null;
+    case 'cross-encoder':
+      return CrossEncoderReranker.create({ modelsDir: config.modelsDir, name: config.RAG_RERANKER_MODEL });
+    case 'http':
+      return new HttpReranker({ baseUrl: config.RAG_RERANKER_URL!, apiKey: config.RAG_RERANKER_API_KEY, model: config.RAG_RERANKER_HTTP_MODEL });
+    default:
+      return unknown('RAG_RERANKER', kind);
+  }
+}
+
+export function createLlm(config: AppConfig): Llm | null {
+  const kind = config.RAG_LLM;
+  switch (kind) {
+    case 'none':
+      return null;
+    case 'openai':
+      return new OpenAiCompatibleLlm({
+        baseUrl: config.RAG_LLM_BASE_URL!,
+        apiKey: config.RAG_LLM_API_KEY,
+        model: config.RAG_LLM_MODEL,
+        timeoutMs: config.RAG_LLM_TIMEOUT_MS,
+      });
+    default:
+      return unknown('RAG_LLM', kind);
+  }
+}

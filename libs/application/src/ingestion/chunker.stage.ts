@@ -1,0 +1,48 @@
+import { randomUUID } from 'node:crypto';
+import { DocumentEventSchema, Topic, type ChunksEvent } from '@rag/contracts';
+import { chunkDocument, type ChunkOptions } from '@rag/domain';
+import type { Bus, BusMessage } from '@rag/ports';
+import { publishStatus } from './stage-publisher';
+import { parseMessage } from './validate';
+
+/** Splits a structured document into parent and child chunks. */
+export class ChunkerStage {
+  constructor(
+    private readonly bus: Bus,
+    private readonly options: ChunkOptions,
+  ) {}
+
+  async handle(msg: BusMessage): Promise<void> {
+    const event = parseMessage(DocumentEventSchema, msg.value, 'document event');
+    if (event.op === 'delete') {
+      await this.bus.publish(Topic.Chunks, [{ key: event.document_id, value: { ...event, event_id: randomUUID() } }]);
+      return;
+    }
+    const doc = event.document;
+    const chunks = chunkDocument(doc, this.options);
+    if (chunks.length === 0) {
+      await publishStatus(this.bus, {
+        document_id: doc.document_id,
+        tenant: doc.tenant,
+        version: doc.version,
+        status: 'failed',
+        stage: 'chunker',
+        error: 'empty: the document has no text to index',
+      });
+      return;
+    }
+    const out: ChunksEvent = {
+      event_id: randomUUID(),
+      op: 'upsert',
+      document: {
+        document_id: doc.document_id,
+        tenant: doc.tenant,
+        version: doc.version,
+        content_hash: doc.content_hash,
+        title: doc.title,
+        chunks,
+      },
+    };
+    await this.bus.publish(Topic.Chunks, [{ key: doc.document_id, value: out }]);
+  }
+}

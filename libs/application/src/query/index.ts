@@ -1,0 +1,6 @@
+export * from './query-path';
+export * from './retriever.service';
+export * from './reranker.service';
+export * from './generator.service';
+export * from './embedding.service';
+export * from './query.orchestrator';

@@ -1,0 +1,123 @@
+import { randomBytes } from 'node:crypto';
+import type { Citation, Degraded, Filters, QueryAnswer, RetrieveAnswer, ScoredChunk, SearchMode, SearchScope } from '@rag/contracts';
+import { normalizeQuery, validateFilterKeys } from '@rag/domain';
+import { AppError, Logger, withDeadline } from '@rag/platform';
+import type { GenerateCall, QueryEmbeddingCall, RerankCall, RetrieveCall } from './query-path';
+import { round } from './retriever.service';
+
+export interface QueryOptions {
+  topK: number;
+  candidates: number;
+  deadlineMs: number;
+}
+
+export interface QueryRequest {
+  question: string;
+  top_k?: number;
+  filters?: Filters;
+  mode?: SearchMode;
+  rerank?: boolean;
+}
+
+export const newTraceId = (): string => randomBytes(16).toString('hex');
+
+/** The gateway's query path: embed → retrieve (dense ∥ keyword, RRF) → rerank → generate, each under a deadline. */
+export class QueryOrchestrator {
+  private readonly log = new Logger('query');
+  constructor(
+    private readonly embedder: QueryEmbeddingCall,
+    private readonly retriever: RetrieveCall,
+    private readonly reranker: RerankCall,
+    private readonly generator: GenerateCall,
+    private readonly opts: QueryOptions,
+  ) {}
+
+  private checkFilters(filters?: Filters): void {
+    const problems = validateFilterKeys(filters);
+    if (problems.length) throw new AppError('invalid_request', problems.join('; '));
+  }
+
+  /** Retrieval (and optional rerank) only. */
+  async retrieve(req: QueryRequest, scope: SearchScope, traceId = newTraceId()): Promise<RetrieveAnswer & { chunks: ScoredChunk[] }> {
+    this.checkFilters(req.filters);
+    const started = performance.now();
+    const timings: Record<string, number> = {};
+    const degraded = new Set<Degraded>();
+    const topK = req.top_k ?? this.opts.topK;
+    const mode = req.mode ?? 'hybrid';
+    const query = normalizeQuery(req.question);
+
+    let vector: Float32Array | undefined;
+    if (mode !== 'keyword') {
+      const t0 = performance.now();
+      try {
+        vector = await withDeadline('query embedding', this.opts.deadlineMs, (signal) => this.embedder.embedQuery(query, signal));
+      } catch (e) {
+        this.log.warn('query embedding failed; dense search skipped', { error: String(e), trace_id: traceId });
+        degraded.add('dense');
+      }
+      timings.embed = round(performance.now() - t0);
+    }
+    const wantRerank = req.rerank ?? this.reranker.available;
+    const retrieved = await withDeadline('retrieval', this.opts.deadlineMs, (signal) =>
+      this.retriever.retrieve(
+        { query, vector, top_k: wantRerank ? Math.max(topK, this.opts.candidates) : topK, candidates: this.opts.candidates, filters: req.filters, mode, scope },
+        signal,
+      ),
+    );
+    Object.assign(timings, retrieved.timings_ms);
+    retrieved.degraded.forEach((d) => degraded.add(d));
+    let chunks = retrieved.results;
+    if (wantRerank) {
+      const t0 = performance.now();
+      try {
+        const r = await withDeadline('rerank', this.opts.deadlineMs, (signal) => this.reranker.rerank(query, chunks, topK, signal));
+        chunks = r.results;
+        r.degraded.forEach((d) => degraded.add(d));
+      } catch (e) {
+        this.log.warn('rerank failed; keeping the fused order', { error: String(e), trace_id: traceId });
+        degraded.add('reranker');
+      }
+      timings.rerank = round(performance.now() - t0);
+    }
+    chunks = chunks.slice(0, topK);
+    timings.total = round(performance.now() - started);
+    return {
+      results: chunks.map((c) => ({ document_id: c.document_id, chunk_id: c.chunk_id, title: c.title, text: c.text, score: c.score })),
+      chunks,
+      degraded: [...degraded],
+      timings_ms: timings,
+      trace_id: traceId,
+    };
+  }
+
+  /** Retrieval then a cited answer (or a refusal); `onDelta` receives the answer text as it is produced. */
+  async answer(req: QueryRequest, scope: SearchScope, onDelta?: (t: string) => void, traceId = newTraceId()): Promise<QueryAnswer> {
+    const started = performance.now();
+    const r = await this.retrieve(req, scope, traceId);
+    const t0 = performance.now();
+    const gen = await this.generator.generate(normalizeQuery(req.question), r.chunks, onDelta);
+    const timings: Record<string, number> = { ...r.timings_ms, generate: round(performance.now() - t0) };
+    timings.total = round(performance.now() - started);
+    const citations: Citation[] = gen.cited_refs
+      .map((ref) => ({ ref, c: r.chunks[ref - 1] }))
+      .filter((x): x is { ref: number; c: ScoredChunk } => x.c !== undefined)
+      .map(({ ref, c }) => ({
+        ref,
+        document_id: c.document_id,
+        chunk_id: c.chunk_id,
+        title: c.title,
+        text: c.text,
+        score: c.score,
+        ...(c.source_url ? { source_url: c.source_url } : {}),
+      }));
+    return {
+      answer: gen.answer,
+      refused: gen.refused,
+      citations,
+      degraded: [...new Set([...r.degraded, ...gen.degraded])],
+      timings_ms: timings,
+      trace_id: traceId,
+    };
+  }
+}

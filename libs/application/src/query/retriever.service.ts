@@ -1,0 +1,106 @@
+import type { Degraded, RetrievalResult, ScoredChunk } from '@rag/contracts';
+import { applyVersionFence, expandToParents, reciprocalRankFusion } from '@rag/domain';
+import { Logger } from '@rag/platform';
+import type { KeywordHit, KeywordIndex, Registry, VectorHit, VectorStore } from '@rag/ports';
+import type { RetrieveCall, RetrieveRequest } from './query-path';
+
+export interface RetrieverOptions {
+  rrfK: number;
+  denseWeight: number;
+  keywordWeight: number;
+}
+
+/**
+ * Dense and keyword search in parallel (filters inside both), fused with RRF, fenced to each document's
+ * active version, expanded to parent chunks. A failing store degrades the answer instead of failing it.
+ */
+export class RetrieverService implements RetrieveCall {
+  private readonly log = new Logger('retriever');
+  constructor(
+    private readonly vectors: VectorStore,
+    private readonly keywords: KeywordIndex,
+    private readonly registry: Registry,
+    private readonly opts: RetrieverOptions,
+  ) {}
+
+  async retrieve(req: RetrieveRequest): Promise<RetrievalResult> {
+    const timings: Record<string, number> = {};
+    const degraded: Degraded[] = [];
+    const timed = async <T>(stage: string, fn: () => Promise<T>): Promise<T> => {
+      const t0 = performance.now();
+      try {
+        return await fn();
+      } finally {
+        timings[stage] = round(performance.now() - t0);
+      }
+    };
+    const wantDense = req.mode !== 'keyword';
+    const wantKeyword = req.mode !== 'dense';
+    const [dense, keyword] = await Promise.all([
+      wantDense
+        ? req.vector
+          ? timed('retrieve_dense', () => this.vectors.search({ vector: req.vector!, k: req.candidates, scope: req.scope, filters: req.filters })).catch(
+              (e: unknown) => {
+                this.log.warn('dense search failed; answering from keyword search', { error: String(e) });
+                degraded.push('dense');
+                return [] as VectorHit[];
+              },
+            )
+          : (degraded.push('dense'), Promise.resolve([] as VectorHit[]))
+        : Promise.resolve([] as VectorHit[]),
+      wantKeyword
+        ? timed('retrieve_keyword', () => this.keywords.search({ query: req.query, k: req.candidates, scope: req.scope, filters: req.filters })).catch(
+            (e: unknown) => {
+              this.log.warn('keyword search failed; answering from dense search', { error: String(e) });
+              degraded.push('keyword');
+              return [] as KeywordHit[];
+            },
+          )
+        : Promise.resolve([] as KeywordHit[]),
+    ]);
+
+    const t0 = performance.now();
+    const meta = new Map<string, { document_id: string; version: number }>();
+    for (const h of [...dense, ...keyword]) meta.set(h.chunk_id, { document_id: h.document_id, version: h.version });
+    const fused = reciprocalRankFusion(
+      [
+        { name: 'dense', weight: this.opts.denseWeight, hits: dense.map((h) => ({ id: h.chunk_id, score: h.score })) },
+        { name: 'keyword', weight: this.opts.keywordWeight, hits: keyword.map((h) => ({ id: h.chunk_id, score: h.score })) },
+      ],
+      { k: this.opts.rrfK },
+    );
+    const active = await this.registry.activeVersions([...new Set([...meta.values()].map((m) => m.document_id))]);
+    const fenced = applyVersionFence(
+      fused.map((f) => ({ ...f, ...meta.get(f.id)! })),
+      active,
+    );
+    timings.fuse = round(performance.now() - t0);
+
+    const t1 = performance.now();
+    const top = fenced.slice(0, Math.max(req.top_k * 3, req.top_k));
+    const children = await this.keywords.getChunks(top.map((h) => h.id));
+    const parentIds = [...new Set(children.map((c) => c.parent_id).filter((p): p is string => p !== null))];
+    const parents = parentIds.length ? await this.keywords.getChunks(parentIds) : [];
+    const childById = new Map(children.map((c) => [c.chunk_id, c]));
+    const scored: (ScoredChunk & { parent_id: string | null })[] = [];
+    for (const h of top) {
+      const c = childById.get(h.id);
+      if (!c) continue;
+      scored.push({
+        chunk_id: c.chunk_id,
+        document_id: c.document_id,
+        title: c.title,
+        text: c.text,
+        score: h.score,
+        heading_path: c.heading_path,
+        parent_id: c.parent_id,
+        ...(c.source_url !== undefined ? { source_url: c.source_url } : {}),
+      });
+    }
+    const results = expandToParents(scored, new Map(parents.map((p) => [p.chunk_id, p.text]))).slice(0, req.top_k);
+    timings.expand = round(performance.now() - t1);
+    return { results, degraded, timings_ms: timings };
+  }
+}
+
+export const round = (ms: number): number => Math.round(ms * 100) / 100;

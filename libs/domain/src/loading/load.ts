@@ -1,0 +1,146 @@
+import type { Block } from '@rag/contracts';
+import { parseDocx } from './docx';
+import { parseHtml } from './html';
+import { parseMarkdown } from './markdown';
+import {
+  DOCUMENT_MIME_TYPES,
+  isDocumentMimeType,
+  MIME_DOCX,
+  MIME_HTML,
+  MIME_JSONL,
+  MIME_MARKDOWN,
+  MIME_PDF,
+  MIME_TEXT,
+  normalizeMimeType,
+} from './mime';
+import { parsePdf } from './pdf';
+import { cleanText, collapseWhitespace, decodeText, NotTextError, parsePlainText } from './text';
+
+export interface LoadInput {
+  bytes: Buffer;
+  /** Media type (parameters such as `; charset=utf-8` are ignored); see `detectMimeType`. */
+  mimeType: string;
+  /** Title chosen by the caller; wins over everything found in the content. */
+  title?: string;
+  /** Original file name, used for the title when the content has none. */
+  filename?: string;
+}
+
+export type LoadFailureCode = 'unsupported_media_type' | 'corrupt' | 'empty';
+
+export type LoadResult =
+  | { ok: true; title: string; blocks: Block[]; pages?: number }
+  | { ok: false; code: LoadFailureCode; reason: string };
+
+/** Longest title taken from content (a heading, metadata or the first line). */
+export const DERIVED_TITLE_MAX = 200;
+/** Longest title kept at all (`StructuredDocument.title`). */
+export const TITLE_MAX = 1024;
+
+/** Cuts `text` to at most `max` characters, at a word boundary when one is near, adding `…`. */
+export function truncateTitle(text: string, max = DERIVED_TITLE_MAX): string {
+  const t = collapseWhitespace(text);
+  if (t.length <= max) return t;
+  const cut = t.slice(0, max - 1);
+  const space = cut.lastIndexOf(' ');
+  return `${(space > max * 0.6 ? cut.slice(0, space) : cut).trimEnd()}…`;
+}
+
+function filenameTitle(filename: string | undefined): string {
+  const base = (filename ?? '').split(/[\\/]/).pop() ?? '';
+  const dot = base.lastIndexOf('.');
+  return collapseWhitespace(dot > 0 ? base.slice(0, dot) : base);
+}
+
+function firstLine(blocks: Block[]): string {
+  for (const b of blocks) {
+    const text = b.type === 'list' ? b.items[0] : b.type === 'table' ? b.rows[0]?.join(' | ') : b.text;
+    const line = (text ?? '').split('\n').find((l) => l.trim() !== '');
+    if (line) return line;
+  }
+  return '';
+}
+
+/**
+ * Title: the caller's title, else the first heading, else the file's own title (PDF `/Title`, DOCX `dc:title`,
+ * HTML `<title>`, Markdown front-matter `title:`), else the file name without extension, else the first line.
+ */
+export function chooseTitle(blocks: Block[], given?: string, metadataTitle?: string, filename?: string): string {
+  const explicit = collapseWhitespace(given ?? '');
+  if (explicit) return truncateTitle(explicit, TITLE_MAX);
+  const heading = blocks.find((b): b is Extract<Block, { type: 'heading' }> => b.type === 'heading');
+  const candidates = [heading?.text, metadataTitle, filenameTitle(filename), firstLine(blocks)];
+  for (const c of candidates) {
+    const t = collapseWhitespace(c ?? '');
+    if (t) return truncateTitle(t);
+  }
+  return 'Untitled';
+}
+
+interface Parsed {
+  blocks: Block[];
+  title?: string;
+  pages?: number;
+}
+
+type ParseOutcome = ({ ok: true } & Parsed) | { ok: false; code: LoadFailureCode; reason: string };
+
+function decode(bytes: Buffer): { ok: true; text: string } | { ok: false; code: 'corrupt'; reason: string } {
+  try {
+    return { ok: true, text: cleanText(decodeText(bytes)) };
+  } catch (err) {
+    if (err instanceof NotTextError) return { ok: false, code: 'corrupt', reason: err.message };
+    throw err;
+  }
+}
+
+async function parse(mime: string, bytes: Buffer): Promise<ParseOutcome> {
+  switch (mime) {
+    case MIME_PDF:
+      return parsePdf(bytes);
+    case MIME_DOCX:
+      return parseDocx(bytes);
+    case MIME_TEXT:
+    case MIME_MARKDOWN:
+    case MIME_HTML: {
+      const decoded = decode(bytes);
+      if (!decoded.ok) return decoded;
+      if (mime === MIME_TEXT) return { ok: true, blocks: parsePlainText(decoded.text) };
+      return { ok: true, ...(mime === MIME_MARKDOWN ? parseMarkdown(decoded.text) : parseHtml(decoded.text)) };
+    }
+    default:
+      return { ok: false, code: 'unsupported_media_type', reason: `unsupported media type "${mime}"` };
+  }
+}
+
+/**
+ * Parses one document's bytes into structured blocks. Expected failures are values, never thrown:
+ * an unsupported type, a corrupt file (damaged PDF/DOCX, binary bytes declared as text) or no text at all.
+ */
+export async function loadContent(input: LoadInput): Promise<LoadResult> {
+  const mime = normalizeMimeType(input.mimeType);
+  if (mime === MIME_JSONL) {
+    return {
+      ok: false,
+      code: 'unsupported_media_type',
+      reason: `${MIME_JSONL} is a batch of documents: split it with parseJsonl and load each document`,
+    };
+  }
+  if (!mime || !isDocumentMimeType(mime)) {
+    return {
+      ok: false,
+      code: 'unsupported_media_type',
+      reason: `unsupported media type "${mime ?? input.mimeType}"; supported: ${DOCUMENT_MIME_TYPES.join(', ')}`,
+    };
+  }
+  if (input.bytes.length === 0) return { ok: false, code: 'empty', reason: 'document has no text' };
+
+  const parsed = await parse(mime, input.bytes);
+  if (!parsed.ok) return parsed;
+  const blocks = parsed.blocks.filter((b) => (b.type === 'list' ? b.items.length > 0 : b.type === 'table' ? b.rows.length > 0 : b.text.trim() !== ''));
+  if (blocks.length === 0) {
+    return { ok: false, code: 'empty', reason: mime === MIME_PDF ? 'the PDF has no extractable text (scanned images need OCR)' : 'document has no text' };
+  }
+  const title = chooseTitle(blocks, input.title, parsed.title, input.filename);
+  return parsed.pages !== undefined ? { ok: true, title, blocks, pages: parsed.pages } : { ok: true, title, blocks };
+}

@@ -1,0 +1,70 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** One prom-client registry per process (each service, or the whole embedded runner). */
+export const metricsRegistry = new Registry();
+collectDefaultMetrics({ register: metricsRegistry, prefix: 'rag_' });
+
+/** Buckets from 1 ms to 60 s. */
+export const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60];
+
+export const metrics = {
+  stageLatency: new Histogram({
+    name: 'rag_stage_duration_seconds',
+    help: 'Latency of each pipeline and query stage',
+    labelNames: ['stage'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [metricsRegistry],
+  }),
+  httpRequests: new Counter({
+    name: 'rag_http_requests_total',
+    help: 'HTTP requests by route and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers: [metricsRegistry],
+  }),
+  messages: new Counter({
+    name: 'rag_bus_messages_total',
+    help: 'Messages handled by each stage, by outcome',
+    labelNames: ['stage', 'topic', 'outcome'] as const,
+    registers: [metricsRegistry],
+  }),
+  dlq: new Counter({
+    name: 'rag_dlq_messages_total',
+    help: 'Messages sent to the dead-letter topic',
+    labelNames: ['stage', 'topic'] as const,
+    registers: [metricsRegistry],
+  }),
+  documents: new Gauge({
+    name: 'rag_documents',
+    help: 'Documents by status',
+    labelNames: ['status'] as const,
+    registers: [metricsRegistry],
+  }),
+  answers: new Counter({
+    name: 'rag_answers_total',
+    help: 'Answers by outcome (answered, refused)',
+    labelNames: ['outcome'] as const,
+    registers: [metricsRegistry],
+  }),
+  degraded: new Counter({
+    name: 'rag_degraded_total',
+    help: 'Answers served with a degraded part',
+    labelNames: ['part'] as const,
+    registers: [metricsRegistry],
+  }),
+  feedback: new Counter({
+    name: 'rag_feedback_total',
+    help: 'Feedback by rating',
+    labelNames: ['rating'] as const,
+    registers: [metricsRegistry],
+  }),
+};
+
+/** Times a function into the stage histogram. */
+export async function timeStage<T>(stage: string, fn: () => Promise<T>): Promise<T> {
+  const end = metrics.stageLatency.startTimer({ stage });
+  try {
+    return await fn();
+  } finally {
+    end();
+  }
+}

@@ -1,0 +1,145 @@
+import 'reflect-metadata';
+import { existsSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Module, type DynamicModule, type INestApplicationContext, type INestApplication } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { DocumentService, QueryOrchestrator } from '@rag/application';
+import { type AppConfig, ConfigError, Logger, loadConfig } from '@rag/platform';
+import { BUS, REGISTRY, type Bus, type Registry } from '@rag/ports';
+import { ChunkerModule } from './chunker/chunker.module';
+import { CoreModule } from './core/core.module';
+import { EmbedderModule } from './embedder/embedder.module';
+import { GatewayModule } from './gateway/gateway.module';
+import { configureHttp } from './gateway/http';
+import { GeneratorModule } from './generator/generator.module';
+import { IndexerModule } from './indexer/indexer.module';
+import { LoaderModule } from './loader/loader.module';
+import { RerankerModule } from './reranker/reranker.module';
+import { RetrieverModule } from './retriever/retriever.module';
+
+/** The query path as direct in-process calls. */
+@Module({
+  imports: [EmbedderModule, RetrieverModule, RerankerModule, GeneratorModule],
+  exports: [EmbedderModule, RetrieverModule, RerankerModule, GeneratorModule],
+})
+export class LocalQueryPathModule {}
+
+/** All eight services in one process over the embedded bus and on-disk stores. */
+export function embeddedModule(config: AppConfig): DynamicModule {
+  return {
+    module: class EmbeddedRootModule {},
+    imports: [
+      CoreModule.forRoot(config),
+      LoaderModule,
+      ChunkerModule,
+      EmbedderModule,
+      IndexerModule,
+      LocalQueryPathModule,
+      GatewayModule.register(LocalQueryPathModule),
+    ],
+  };
+}
+
+export interface EmbeddedHandles {
+  context: INestApplicationContext;
+  documents: DocumentService;
+  query: QueryOrchestrator;
+  bus: Bus;
+  registry: Registry;
+  close(): Promise<void>;
+}
+
+function handles(context: INestApplicationContext): EmbeddedHandles {
+  return {
+    context,
+    documents: context.get(DocumentService, { strict: false }),
+    query: context.get(QueryOrchestrator, { strict: false }),
+    bus: context.get<Bus>(BUS, { strict: false }),
+    registry: context.get<Registry>(REGISTRY, { strict: false }),
+    close: () => context.close(),
+  };
+}
+
+/** Embedded platform without HTTP (CLI ingest/ask/eval, tests). */
+export async function createEmbeddedContext(config: AppConfig): Promise<EmbeddedHandles> {
+  const context = await NestFactory.createApplicationContext(embeddedModule(config), { logger: ['error', 'warn'], abortOnError: false });
+  context.enableShutdownHooks();
+  return handles(context);
+}
+
+/** Embedded platform serving the gateway API on RAG_HOST:RAG_PORT. */
+export async function startEmbeddedServer(config: AppConfig, version = '0.1.0'): Promise<EmbeddedHandles & { app: INestApplication; url: string }> {
+  const log = new Logger('embedded');
+  const app = await NestFactory.create(embeddedModule(config), { bodyParser: false, logger: ['error', 'warn'], abortOnError: false });
+  configureHttp(app, config, version);
+  app.enableShutdownHooks();
+  await app.listen(config.RAG_PORT, config.RAG_HOST);
+  const addr = app.getHttpServer().address() as { port: number };
+  const url = `http://${config.RAG_HOST.includes(':') ? `[${config.RAG_HOST}]` : config.RAG_HOST}:${addr.port}`;
+  log.info('gateway listening', { url, data_dir: config.dataDir, embedder: config.RAG_EMBEDDER });
+  return { ...handles(app), app, url };
+}
+
+/** Refuses a second embedded process on the same data folder (its in-memory HNSW graph would diverge). */
+export function lockDataDir(dataDir: string): () => void {
+  mkdirSync(dataDir, { recursive: true });
+  const lock = join(dataDir, 'embedded.lock');
+  if (existsSync(lock)) {
+    const pid = Number(readFileSync(lock, 'utf8').trim());
+    let alive = false;
+    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid) {
+      try {
+        process.kill(pid, 0);
+        alive = true;
+      } catch {
+        alive = false;
+      }
+    }
+    if (alive) {
+      throw new Error(
+        `another embedded instance (pid ${pid}) is using ${dataDir}; stop it, talk to it over HTTP, or set RAG_DATA_DIR to another folder`,
+      );
+    }
+  }
+  writeFileSync(lock, String(process.pid));
+  return () => {
+    try {
+      if (readFileSync(lock, 'utf8').trim() === String(process.pid)) unlinkSync(lock);
+    } catch {
+      /* already gone */
+    }
+  };
+}
+
+/** `npm start` / `rag start`: the whole platform in one process, serving the gateway API. */
+export async function runEmbedded(config?: AppConfig): Promise<void> {
+  let cfg: AppConfig;
+  try {
+    cfg = config ?? loadConfig();
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      process.stderr.write(`rag: ${e.message}\n`);
+      process.exit(2);
+    }
+    throw e;
+  }
+  const unlock = lockDataDir(cfg.dataDir);
+  const started = Date.now();
+  const server = await startEmbeddedServer(cfg, process.env.npm_package_version ?? '0.1.0');
+  process.stdout.write(
+    `\nRAG platform (embedded) ready in ${((Date.now() - started) / 1000).toFixed(1)} s\n` +
+      `  playground  ${server.url}/\n  API docs    ${server.url}/docs\n  data        ${cfg.dataDir}\n` +
+      `  embedder    ${cfg.RAG_EMBEDDER}${cfg.RAG_EMBEDDER === 'onnx' ? ` (${cfg.RAG_EMBEDDING_MODEL})` : ''} · reranker ${cfg.RAG_RERANKER} · llm ${cfg.RAG_LLM}\n\n`,
+  );
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    process.stderr.write(`\nrag: ${signal} received, shutting down…\n`);
+    await server.close();
+    unlock();
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+}

@@ -1,0 +1,129 @@
+import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Query, Req, UploadedFile, UseInterceptors } from '@nestjs/common';
+import { FileInterceptor } from '@nestjs/platform-express';
+import type { Request } from 'express';
+import { z } from 'zod';
+import { DocumentService, documentView, type UploadedFile as Upload } from '@rag/application';
+import { AclSchema, BatchInputSchema, DocumentStatusSchema, MetadataSchema } from '@rag/contracts';
+import { AppError } from '@rag/platform';
+import { AUTH } from './gateway.tokens';
+import type { ApiKeyAuth } from './auth';
+
+const jsonField = <T extends z.ZodType>(schema: T) =>
+  z
+    .string()
+    .transform((s, ctx) => {
+      try {
+        return JSON.parse(s) as unknown;
+      } catch {
+        ctx.addIssue({ code: 'custom', message: 'must be JSON' });
+        return z.NEVER;
+      }
+    })
+    .pipe(schema);
+
+/** Multipart form fields beside `file`. */
+const MultipartFieldsSchema = z
+  .object({
+    id: z.string().optional(),
+    title: z.string().max(1024).optional(),
+    mime_type: z.string().optional(),
+    source: z.string().optional(),
+    metadata: jsonField(MetadataSchema).optional(),
+    acl: jsonField(AclSchema).optional(),
+  })
+  .strict();
+
+const ListQuerySchema = z.object({
+  status: DocumentStatusSchema.optional(),
+  limit: z.coerce.number().int().min(1).max(1000).default(100),
+  offset: z.coerce.number().int().min(0).default(0),
+});
+
+function invalid(issues: z.core.$ZodIssue[]): AppError {
+  return new AppError(
+    'invalid_request',
+    issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; '),
+    issues.map((i) => ({ path: i.path.join('.'), message: i.message })),
+  );
+}
+
+@Controller('v1')
+export class DocumentsController {
+  constructor(
+    private readonly documents: DocumentService,
+    @Inject(AUTH) private readonly auth: ApiKeyAuth,
+  ) {}
+
+  @Post('documents')
+  @HttpCode(202)
+  @UseInterceptors(FileInterceptor('file'))
+  async create(@Req() req: Request, @Body() body: unknown, @UploadedFile() file?: { buffer: Buffer; originalname: string; mimetype: string }) {
+    const who = this.auth.authenticate(req);
+    if (file) {
+      const fields = MultipartFieldsSchema.safeParse(body ?? {});
+      if (!fields.success) throw invalid(fields.error.issues);
+      const upload: Upload = { buffer: file.buffer, originalname: file.originalname, mimetype: file.mimetype };
+      const r = await this.documents.submit(fields.data, who.tenant, upload);
+      if (!r.ok) throw r.error;
+      return { ...r.value, status: r.value.unchanged ? r.value.status : 'queued' };
+    }
+    if ((req.headers['content-type'] ?? '').startsWith('multipart/')) {
+      throw new AppError('invalid_request', 'multipart upload without a `file` part');
+    }
+    if (body === undefined || body === null || (typeof body === 'object' && Object.keys(body).length === 0)) {
+      throw new AppError('invalid_request', 'empty body: send JSON {text | content_base64, …} or a multipart `file`');
+    }
+    const v = this.documents.validate(body);
+    if (!v.ok) throw v.error;
+    const r = await this.documents.submit(v.value, who.tenant);
+    if (!r.ok) throw r.error;
+    return { ...r.value, status: r.value.unchanged ? r.value.status : 'queued' };
+  }
+
+  @Post('documents\\:batch')
+  @HttpCode(202)
+  async batch(@Req() req: Request, @Body() body: unknown) {
+    const who = this.auth.authenticate(req);
+    const parsed = BatchInputSchema.safeParse(body);
+    if (!parsed.success) throw invalid(parsed.error.issues);
+    const accepted: unknown[] = [];
+    const rejected: { index: number; error: { code: string; message: string } }[] = [];
+    for (const [index, doc] of parsed.data.documents.entries()) {
+      const v = this.documents.validate(doc);
+      if (!v.ok) {
+        rejected.push({ index, error: { code: v.error.code, message: v.error.message } });
+        continue;
+      }
+      const r = await this.documents.submit(v.value, who.tenant);
+      if (r.ok) accepted.push({ index, ...r.value, status: r.value.unchanged ? r.value.status : 'queued' });
+      else rejected.push({ index, error: { code: r.error.code, message: r.error.message } });
+    }
+    return { accepted, rejected };
+  }
+
+  @Get('documents')
+  async list(@Req() req: Request, @Query() query: unknown) {
+    const who = this.auth.authenticate(req);
+    const q = ListQuerySchema.safeParse(query);
+    if (!q.success) throw invalid(q.error.issues);
+    const docs = await this.documents.list({ tenant: who.tenant, ...q.data });
+    return { documents: docs.map(documentView), counts: await this.documents.counts(who.tenant) };
+  }
+
+  @Get('documents/:id')
+  async get(@Req() req: Request, @Param('id') id: string) {
+    const who = this.auth.authenticate(req);
+    const r = await this.documents.get(id, who.tenant);
+    if (!r) throw new AppError('not_found', `document ${id} not found`);
+    return documentView(r);
+  }
+
+  @Delete('documents/:id')
+  @HttpCode(202)
+  async remove(@Req() req: Request, @Param('id') id: string) {
+    const who = this.auth.authenticate(req);
+    const r = await this.documents.delete(id, who.tenant);
+    if (!r.ok) throw r.error;
+    return r.value;
+  }
+}

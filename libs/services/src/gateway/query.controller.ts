@@ -1,0 +1,87 @@
+import { Body, Controller, HttpCode, Inject, Post, Req, Res } from '@nestjs/common';
+import type { Request, Response } from 'express';
+import type { z } from 'zod';
+import { QueryOrchestrator, newTraceId } from '@rag/application';
+import { FeedbackInputSchema, QueryInputSchema, RetrieveInputSchema } from '@rag/contracts';
+import { AppError, metrics } from '@rag/platform';
+import { REGISTRY, type Registry } from '@rag/ports';
+import { AUTH } from './gateway.tokens';
+import { scopeOf, type ApiKeyAuth } from './auth';
+
+function parse<S extends z.ZodType>(schema: S, body: unknown): z.infer<S> {
+  if (body === undefined || body === null || (typeof body === 'object' && Object.keys(body).length === 0)) {
+    throw new AppError('invalid_request', 'empty body');
+  }
+  const r = schema.safeParse(body);
+  if (!r.success) {
+    throw new AppError(
+      'invalid_request',
+      r.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; '),
+      r.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message })),
+    );
+  }
+  return r.data;
+}
+
+@Controller('v1')
+export class QueryController {
+  constructor(
+    private readonly query: QueryOrchestrator,
+    @Inject(AUTH) private readonly auth: ApiKeyAuth,
+    @Inject(REGISTRY) private readonly registry: Registry,
+  ) {}
+
+  @Post('query')
+  async ask(@Req() req: Request, @Res() res: Response, @Body() body: unknown): Promise<void> {
+    const who = this.auth.authenticate(req);
+    const input = parse(QueryInputSchema, body);
+    const traceId = newTraceId();
+    if (!input.stream) {
+      const answer = await this.query.answer(input, scopeOf(who), undefined, traceId);
+      record(answer);
+      res.status(200).json(answer);
+      return;
+    }
+    // Server-sent events: `delta` events with answer text as it is produced, then one `done` event with the
+    // whole answer (citations, timings); an `error` event if the query fails after the stream began.
+    res.status(200);
+    res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
+    res.setHeader('Cache-Control', 'no-cache');
+    res.setHeader('X-Accel-Buffering', 'no');
+    res.flushHeaders();
+    const send = (event: string, data: unknown) => res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+    try {
+      const answer = await this.query.answer(input, scopeOf(who), (text) => send('delta', { text }), traceId);
+      record(answer);
+      send('done', answer);
+    } catch (e) {
+      const code = e instanceof AppError ? e.code : 'internal';
+      send('error', { error: { code, message: e instanceof AppError ? e.message : 'internal error' }, trace_id: traceId });
+    }
+    res.end();
+  }
+
+  @Post('retrieve')
+  @HttpCode(200)
+  async retrieve(@Req() req: Request, @Body() body: unknown) {
+    const who = this.auth.authenticate(req);
+    const input = parse(RetrieveInputSchema, body);
+    const { chunks: _chunks, ...rest } = await this.query.retrieve({ ...input, question: input.query }, scopeOf(who));
+    return rest;
+  }
+
+  @Post('feedback')
+  @HttpCode(202)
+  async feedback(@Req() req: Request, @Body() body: unknown) {
+    this.auth.authenticate(req);
+    const input = parse(FeedbackInputSchema, body);
+    await this.registry.recordFeedback(input.trace_id, input.rating, input.comment);
+    metrics.feedback.inc({ rating: input.rating });
+    return { accepted: true };
+  }
+}
+
+function record(answer: { refused: boolean; degraded: string[] }): void {
+  metrics.answers.inc({ outcome: answer.refused ? 'refused' : 'answered' });
+  for (const d of answer.degraded) metrics.degraded.inc({ part: d });
+}
