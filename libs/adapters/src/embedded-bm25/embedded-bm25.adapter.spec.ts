@@ -279,7 +279,7 @@ describe('EmbeddedBm25KeywordIndex', () => {
       if (r() < 0.8) metadata.year = pick([2019, 2020, 2021, 2022.5, '2020']);
       if (r() < 0.5) metadata.flag = r() < 0.5;
       const acl = pick([['*'], ['g1'], ['g2'], ['g1', 'u1'], []]);
-      chunks.push(chunk(`d${i % 40}`, 1, i, 'common text', { metadata, acl, tenant: r() < 0.9 ? 't1' : 't2' }));
+      chunks.push(chunk(`d${i % 40}`, 1, i, 'common text', { metadata, acl, tenant: r() < 0.75 ? 't1' : 't2' }));
     }
     await s.upsert(chunks);
     const cond = (): FilterCondition => {
@@ -293,10 +293,10 @@ describe('EmbeddedBm25KeywordIndex', () => {
       if (Object.keys(range).length === 0) range.lte = 2020;
       return range;
     };
-    for (let trial = 0; trial < 200; trial++) {
+    for (let trial = 0; trial < 300; trial++) {
       const filters: Filters = {};
-      const nkeys = Math.floor(r() * 3);
-      for (let j = 0; j < nkeys; j++) filters[pick(['lang', 'tags', 'year', 'flag', 'document_id', 'missing'])] = cond();
+      const nkeys = r() < 0.6 ? 1 : r() < 0.5 ? 0 : 2;
+      for (let j = 0; j < nkeys; j++) filters[r() < 0.05 ? 'missing' : pick(['lang', 'tags', 'year', 'flag'])] = cond();
       if (r() < 0.2) filters.document_id = pick(['d3', 'd4', { in: ['d1', 'd2', 'd3'] }, 3]);
       const sc: SearchScope = r() < 0.5 ? { tenant: 't1' } : { tenant: pick(['t1', 't2']), principals: pick([[], ['g1'], ['u1', 'g2'], ['zz']]) };
       const expected = chunks.filter((c) => matches(c, sc, filters)).map((c) => c.chunk_id).sort();
@@ -327,7 +327,7 @@ describe('EmbeddedBm25KeywordIndex', () => {
   });
 
   const cranfield = path.resolve(__dirname, '../../../../../shared/eval/cranfield');
-  it.skipIf(!fs.existsSync(path.join(cranfield, 'corpus.jsonl')))('reaches the expected BM25 quality on Cranfield (nDCG@10 ≈ 0.32)', async () => {
+  it.skipIf(!fs.existsSync(path.join(cranfield, 'corpus.jsonl')))('reaches the expected BM25 quality on Cranfield (nDCG@10 ≥ 0.30; 0.36 measured with title+stemming)', async () => {
     const s = make();
     const lines = (f: string) => fs.readFileSync(path.join(cranfield, f), 'utf8').split('\n').filter((l) => l.trim().length > 0);
     const corpus = lines('corpus.jsonl').map((l) => JSON.parse(l) as { _id: string; title: string; text: string });
@@ -340,20 +340,21 @@ describe('EmbeddedBm25KeywordIndex', () => {
       if (!qrels.has(q!)) qrels.set(q!, new Map());
       qrels.get(q!)!.set(`c${d}`, Number(g));
     }
+    // Linear gain, as trec_eval/pytrec_eval (BEIR) compute nDCG.
     let ndcgSum = 0;
     let evaluated = 0;
     for (const q of queries) {
       const rel = qrels.get(q._id);
       if (!rel) continue;
       const hits = (await s.search({ query: q.text, k: 10, scope })).map((h) => h.document_id);
-      const dcg = hits.reduce((acc, d, i) => acc + ((2 ** (rel.get(d) ?? 0) - 1) / Math.log2(i + 2)), 0);
-      const ideal = [...rel.values()].sort((a, b) => b - a).slice(0, 10).reduce((acc, g, i) => acc + (2 ** g - 1) / Math.log2(i + 2), 0);
+      const dcg = hits.reduce((acc, d, i) => acc + (rel.get(d) ?? 0) / Math.log2(i + 2), 0);
+      const ideal = [...rel.values()].sort((a, b) => b - a).slice(0, 10).reduce((acc, g, i) => acc + g / Math.log2(i + 2), 0);
       ndcgSum += ideal > 0 ? dcg / ideal : 0;
       evaluated++;
     }
     const ndcg = ndcgSum / evaluated;
     expect(evaluated).toBeGreaterThan(100);
-    expect(ndcg).toBeGreaterThan(0.29);
-    expect(ndcg).toBeLessThan(0.36);
+    expect(ndcg).toBeGreaterThan(0.3);
+    expect(ndcg).toBeLessThan(0.42);
   });
 });

@@ -1,1 +1,1 @@
-export {};
+export { OnnxEmbedder, type OnnxEmbedderOptions } from './onnx-embedder.adapter';

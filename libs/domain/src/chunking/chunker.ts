@@ -174,10 +174,10 @@ function packSection(units: readonly Unit[], opts: ChunkOptions): Draft[] {
     for (const atom of unit.atoms) {
       const d: Draft | null = cur;
       const last = d?.segments[d.segments.length - 1];
-      const sameUnit = last?.kind === 'text' && last.unit === unit;
-      const joint = !d ? 0 : sameUnit ? (unit.text.slice(last.end, atom.start).includes('\n') ? JOINT : 0) : JOINT;
+      const same = last?.kind === 'text' && last.unit === unit ? last : null;
+      const joint = !d ? 0 : same ? (unit.text.slice(same.end, atom.start).includes('\n') ? JOINT : 0) : JOINT;
       if (d && size(d) + joint + atom.tokens <= limit) {
-        if (sameUnit) last.end = atom.end;
+        if (same) same.end = atom.end;
         else d.segments.push({ kind: 'text', unit, start: atom.start, end: atom.end });
         d.tokens += joint + atom.tokens;
         continue;

@@ -7,18 +7,22 @@ interface Doc { _id: string; title: string; text: string }
 interface Q { _id: string; text: string; answers?: string[] }
 const read = <T>(p: string): T[] => readFileSync(p, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as T);
 
+let LW = false;
+const wt = (t: string) => (!LW ? 1 : isCjkToken(t) ? Math.min(3, t.length) * 2 : Math.max(1, Math.min(8, t.length - 2)));
 function cov(question: string, text: string, alpha: number): number {
   const qTokens = questionTokens(question);
   if (qTokens.length === 0) return 0;
   const tText = normText(text);
   const textTokens = new Set(tokenize(text));
   let matched = 0;
+  let tot = 0;
   for (const q of qTokens) {
-    if (isCjkToken(q)) { if (tText.includes(q)) matched += 1; }
-    else if (textTokens.has(q)) matched += 1;
-    else if (q.length >= 6) { const need = Math.max(5, q.length - 3); for (const t of textTokens) if (t.length >= need && t.slice(0, need) === q.slice(0, need)) { matched += 0.5; break; } }
+    const W = wt(q); tot += W;
+    if (isCjkToken(q)) { if (tText.includes(q)) matched += W; }
+    else if (textTokens.has(q)) matched += W;
+    else if (q.length >= 6) { const need = Math.max(5, q.length - 3); for (const t of textTokens) if (t.length >= need && t.slice(0, need) === q.slice(0, need)) { matched += 0.5 * W; break; } }
   }
-  const w = matched / (qTokens.length + alpha);
+  const w = matched / (tot + alpha * tot / qTokens.length);
   if (!containsCjk(question)) return w;
   const bg = questionBigrams(question);
   if (!bg.length) return w;
@@ -55,11 +59,12 @@ it('variants', () => {
     const search = bm25(docs);
     const tops = qs.map((q) => ({ q: q.text, top: search(q.text, 5).map((h) => docs[h.i]!.text) }));
     const offTops = set.off.map((q) => ({ q, top: search(q, 5).map((h) => docs[h.i]!.text) }));
-    for (const [alpha, win, mix] of [[0, 2, 0], [0.5, 2, 0], [1, 2, 0], [0, 2, 0.5], [0.5, 2, 0.5], [0, 1, 0.5], [0.5, 1, 0.5], [0, 3, 0.5], [0.5, 3, 0.5]] as const) {
+    for (const [alpha, win, mix, lw] of [[0, 2, 0, 0], [0.5, 2, 0, 0], [0, 2, 0, 1], [0.25, 2, 0, 1], [0.5, 2, 0, 1]] as const) {
+      LW = lw === 1;
       const inv = tops.map((t) => Math.max(...t.top.map((x) => variant(t.q, x, alpha, win, mix)))).sort((a, b) => a - b);
       const offv = offTops.map((t) => Math.max(0, ...t.top.map((x) => variant(t.q, x, alpha, win, mix))));
       const p = (a: number[], f: number) => a[Math.floor(f * (a.length - 1))]!.toFixed(2);
-      console.log(set.dir, `a=${alpha} w=${win} mix=${mix}`, 'in p05', p(inv, 0.05), 'p10', p(inv, 0.1), 'p25', p(inv, 0.25), 'in<0.5', (inv.filter((x) => x < 0.5).length / inv.length).toFixed(3), 'off>=0.5', offv.filter((x) => x >= 0.5).length + '/' + offv.length, 'off', offv.map((x) => x.toFixed(2)).join(' '));
+      console.log(set.dir, `a=${alpha} lw=${lw}`, 'in p05', p(inv, 0.05), 'p10', p(inv, 0.1), 'p25', p(inv, 0.25), 'in<0.5', (inv.filter((x) => x < 0.5).length / inv.length).toFixed(3), 'off>=0.5', offv.filter((x) => x >= 0.5).length + '/' + offv.length, 'off', offv.map((x) => x.toFixed(2)).join(' '));
     }
   }
 });

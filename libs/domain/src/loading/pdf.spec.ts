@@ -120,6 +120,27 @@ describe('PDF loading', () => {
     expect(logs).toEqual([]);
   });
 
+  it('decodes Chinese text set in a non-embedded CID font (pdf.js CMaps are found)', async () => {
+    const pdf = buildPdf([
+      {
+        paragraphs: [
+          { lines: ['检索增强生成'], size: 18, font: 'cjk' },
+          { lines: ['企业知识库支持中文文档，', '并按段落切分。'], font: 'cjk' },
+          { lines: ['Mixed English line.'] },
+        ],
+      },
+    ]);
+    const r = await loadContent({ bytes: pdf, mimeType: MIME_PDF });
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    expect(r.title).toBe('检索增强生成');
+    expect(r.blocks).toEqual([
+      { type: 'heading', level: 1, text: '检索增强生成' },
+      { type: 'paragraph', text: '企业知识库支持中文文档，并按段落切分。' },
+      { type: 'paragraph', text: 'Mixed English line.' },
+    ]);
+  });
+
   it('parses many pages (all of them, not just the first)', async () => {
     const pages = Array.from({ length: 12 }, (_, i) => ({ paragraphs: [{ lines: [`Body of page number ${i + 1}.`] }] }));
     const r = await loadContent({ bytes: buildPdf(pages), mimeType: MIME_PDF });
