@@ -63,7 +63,7 @@ describe('gateway API (embedded platform, end to end)', () => {
       { title: 'Shock tubes' },
     );
     const form = new FormData();
-    form.append('file', new Blob([pdf], { type: 'application/pdf' }), 'shock.pdf');
+    form.append('file', new Blob([new Uint8Array(pdf)], { type: 'application/pdf' }), 'shock.pdf');
     form.append('id', 'shock');
     const up = await api(server, 'POST', '/v1/documents', form);
     expect(up.status).toBe(202);

@@ -1,1 +1,2 @@
-export {};
+export { SqliteRegistry } from './sqlite-registry.adapter';
+export type { SqliteRegistryOptions } from './sqlite-registry.adapter';

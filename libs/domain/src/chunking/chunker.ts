@@ -24,10 +24,10 @@ import { countTokens } from './tokens';
  * `ATOMIC_FACTOR * chunkTokens` and make a chunk of their own when larger than `chunkTokens`, larger
  * ones are split (tables by rows with the header repeated, code by lines; see render.ts).
  *
- * Size guarantee: a text chunk has at most `chunkTokens` tokens, except by the rounding of token counts
- * at the joints of pieces (a token or two: piece counts are summed, then the whole is counted exactly)
- * and a single code point larger than the limit; table/code chunks have at most
- * `ATOMIC_FACTOR * chunkTokens`, except a table row or code line that is itself larger.
+ * Sizes: a text chunk has at most `chunkTokens` tokens (the packer sums piece counts and, once that
+ * sum comes near the limit, counts the assembled text exactly), bar a single code point larger than
+ * the limit; a table/code chunk has at most `ATOMIC_FACTOR * chunkTokens`, bar a table row or code
+ * line that is by itself larger; `token_count` is the exact count of the chunk's text.
  *
  * Parents (handed to the generator), when `parentTokens > 0`: consecutive children of one section are
  * grouped while the group's text (the overlaps counted once) fits `parentTokens` (a child larger than
@@ -139,10 +139,18 @@ interface Draft {
   segments: Segment[];
   /** estimated tokens of the own segments (not the overlap): piece counts plus joints */
   tokens: number;
+  /** pieces joined so far: each joint may cost a token more than estimated */
+  joints: number;
 }
 
 /** A blank line between segments is one token; a newline inside a unit is about one too. */
 const JOINT = 1;
+/** Within this many tokens (plus one per joint) of the limit the packer checks the exact count. */
+const EXACT_CHECK_MARGIN = 8;
+
+function draftText(d: Draft): string {
+  return renderSegments(d.overlap ? mergeSegments([{ kind: 'text', ...d.overlap }, ...d.segments]) : d.segments);
+}
 
 function packSection(units: readonly Unit[], opts: ChunkOptions): Draft[] {
   const limit = opts.chunkTokens;
@@ -153,22 +161,29 @@ function packSection(units: readonly Unit[], opts: ChunkOptions): Draft[] {
     cur = null;
   };
   const size = (d: Draft): number => d.tokens + (d.overlap ? d.overlap.tokens + JOINT : 0);
+  // The estimate sums piece counts; close to the limit, the assembled text is counted exactly, so that
+  // joints that cost more than estimated never push a chunk over.
+  const overLimit = (d: Draft): boolean => size(d) > limit - EXACT_CHECK_MARGIN - d.joints && countTokens(draftText(d)) > limit;
 
   for (const unit of units) {
     if (unit.kind === 'atomic') {
       if (unit.solo) {
         flush();
-        drafts.push({ overlap: null, segments: [{ kind: 'atomic', text: unit.text }], tokens: unit.tokens });
+        drafts.push({ overlap: null, segments: [{ kind: 'atomic', text: unit.text }], tokens: unit.tokens, joints: 0 });
         continue;
       }
       const d: Draft | null = cur;
       if (d && size(d) + JOINT + unit.tokens <= limit) {
         d.segments.push({ kind: 'atomic', text: unit.text });
         d.tokens += JOINT + unit.tokens;
-      } else {
-        flush();
-        cur = { overlap: null, segments: [{ kind: 'atomic', text: unit.text }], tokens: unit.tokens };
+        d.joints++;
+        if (!overLimit(d)) continue;
+        d.segments.pop();
+        d.tokens -= JOINT + unit.tokens;
+        d.joints--;
       }
+      flush();
+      cur = { overlap: null, segments: [{ kind: 'atomic', text: unit.text }], tokens: unit.tokens, joints: 0 };
       continue;
     }
     for (const atom of unit.atoms) {
@@ -177,15 +192,21 @@ function packSection(units: readonly Unit[], opts: ChunkOptions): Draft[] {
       const same = last?.kind === 'text' && last.unit === unit ? last : null;
       const joint = !d ? 0 : same ? (unit.text.slice(same.end, atom.start).includes('\n') ? JOINT : 0) : JOINT;
       if (d && size(d) + joint + atom.tokens <= limit) {
+        const end = same?.end ?? 0;
         if (same) same.end = atom.end;
         else d.segments.push({ kind: 'text', unit, start: atom.start, end: atom.end });
         d.tokens += joint + atom.tokens;
-        continue;
+        d.joints++;
+        if (!overLimit(d)) continue;
+        if (same) same.end = end;
+        else d.segments.pop();
+        d.tokens -= joint + atom.tokens;
+        d.joints--;
       }
       // Start a new chunk; it continues the text of the one just closed, so it takes its tail as overlap.
       const prevLast = d?.segments[d.segments.length - 1];
       flush();
-      const next: Draft = { overlap: null, segments: [{ kind: 'text', unit, start: atom.start, end: atom.end }], tokens: atom.tokens };
+      const next: Draft = { overlap: null, segments: [{ kind: 'text', unit, start: atom.start, end: atom.end }], tokens: atom.tokens, joints: 0 };
       if (prevLast?.kind === 'text' && opts.overlapTokens > 0) {
         const budget = Math.min(opts.overlapTokens, limit - atom.tokens - JOINT);
         const tail = tailWithin(prevLast.unit.text, prevLast.start, prevLast.end, budget);
@@ -209,6 +230,7 @@ interface Child {
 function finishDraft(d: Draft, limit: number): Child {
   const own = renderSegments(d.segments);
   if (d.overlap) {
+    // Dropped if the chunk would exceed the limit with it (the estimate of the joint was short).
     const segments = mergeSegments([{ kind: 'text', ...d.overlap }, ...d.segments]);
     const text = renderSegments(segments);
     const tokens = countTokens(text);

@@ -1,4 +1,4 @@
-import { countTokens } from './tokens';
+import { countTokens, forEachTokenUnit } from './tokens';
 
 /** A trimmed, non-empty range `[start, end)` of a text with its token count. */
 export interface Span {
@@ -64,7 +64,7 @@ export function piecesAt(text: string, start: number, end: number, level: number
  * Recursive boundary-aware split of `[start, end)` into spans of at most `limit` tokens each: a range
  * that fits is kept whole; otherwise it is cut at the coarsest level that has a boundary inside it and
  * each piece is handled the same way with the finer levels; text without any boundary (a very long
- * word, CJK without punctuation) is cut between code points as a last resort. The spans are in text
+ * word, CJK without punctuation) is cut between token units (see `forEachTokenUnit`) as a last resort. The spans are in text
  * order, cover all non-whitespace text, and only a single code point can exceed `limit`.
  */
 export function splitToFit(text: string, start: number, end: number, limit: number, level = 0): Span[] {
@@ -77,7 +77,37 @@ export function splitToFit(text: string, start: number, end: number, limit: numb
     const pieces = piecesAt(text, s, e, l);
     if (pieces.length > 1) return pieces.flatMap(([ps, pe]) => splitToFit(text, ps, pe, limit, l + 1));
   }
-  return splitCodePoints(text, s, e, limit);
+  return splitUnbroken(text, s, e, limit);
+}
+
+/**
+ * Cut of text with no boundary (CJK without punctuation, a long unbroken string) in one pass over its
+ * token units: each piece takes units while their tokens fit `limit`. A piece that still counts more
+ * than `limit` once assembled (only when a unit alone exceeds it) is cut by binary search.
+ */
+function splitUnbroken(text: string, start: number, end: number, limit: number): Span[] {
+  const out: Span[] = [];
+  let from = start;
+  let to = start;
+  let used = 0;
+  const emit = (): void => {
+    const r = trimRange(text, from, to);
+    if (!r) return;
+    const tokens = countTokens(text.slice(r[0], r[1]));
+    if (tokens <= limit) out.push({ start: r[0], end: r[1], tokens });
+    else out.push(...splitCodePoints(text, r[0], r[1], limit));
+  };
+  forEachTokenUnit(text.slice(start, end), (s, e, t) => {
+    if (used + t > limit && to > from) {
+      emit();
+      from = start + s;
+      used = 0;
+    }
+    used += t;
+    to = start + e;
+  });
+  emit();
+  return out;
 }
 
 /** Greedy cut between code points: each piece is the longest prefix of the rest that fits `limit`. */
@@ -86,10 +116,8 @@ function splitCodePoints(text: string, start: number, end: number, limit: number
   let s = start;
   while (s < end) {
     // Binary search for the longest prefix that fits (a shorter prefix never has more tokens).
-    // The window is capped (no token is anywhere near 16 characters on average), so a huge unbroken
-    // run costs O(limit) per piece, not O(run).
     let lo = nextCodePoint(text, s, end);
-    let hi = Math.min(end, s + Math.max(16, limit * 16));
+    let hi = end;
     let best = lo;
     let bestTokens = countTokens(text.slice(s, lo));
     while (lo <= hi) {

@@ -5,6 +5,8 @@ import { splitSentences } from './sentences';
 export interface ExtractiveSource {
   /** Citation number, [1]..[n]. */
   ref: number;
+  /** Optional title: sentences inherit its words (see the heuristic). */
+  title?: string;
   text: string;
   /** Retrieval/rerank score: only used to order sources when they are not already best first. */
   score: number;
@@ -30,7 +32,11 @@ const MIN_RELATIVE_SCORE = 0.5;
 /** Sentences this similar (Jaccard of their token/bigram sets) to a kept one are near-duplicates. */
 const DUPLICATE_JACCARD = 0.8;
 
+export const TUNING = { singleCharWeight: 1, titleCredit: 0, firstSentenceCredit: 0, shortLen: 0, shortPow: 0.5, minRel: 0.5, useTitle: 1, expandShort: 0 };
+
 interface Candidate {
+  ctxTokens: Set<string>;
+  ctxBigrams: Set<string>;
   ref: number;
   sourceRank: number;
   position: number;
@@ -66,8 +72,15 @@ export function extractiveAnswer(question: string, sources: readonly ExtractiveS
   const ranked = sources.map((s, i) => ({ s, i })).sort((a, b) => b.s.score - a.s.score || a.i - b.i);
   const candidates: Candidate[] = [];
   ranked.forEach(({ s }, sourceRank) => {
-    splitSentences(s.text.normalize('NFC')).forEach((sentence, position) => {
+    const sentences = splitSentences(s.text.normalize('NFC'));
+    const ttl = TUNING.useTitle ? s.title ?? '' : '';
+    const titleTokens = new Set(tokenize(ttl));
+    const titleBigrams = textBigrams(ttl);
+    if (TUNING.firstSentenceCredit > 0 && sentences[0]) { for (const t of tokenize(sentences[0].text)) titleTokens.add(t); for (const b of textBigrams(sentences[0].text)) titleBigrams.add(b); }
+    sentences.forEach((sentence, position) => {
       candidates.push({
+        ctxTokens: titleTokens,
+        ctxBigrams: titleBigrams,
         ref: s.ref,
         sourceRank,
         position,
@@ -85,9 +98,11 @@ export function extractiveAnswer(question: string, sources: readonly ExtractiveS
   const qBigrams = cjk ? questionBigrams(question) : [];
   const tokenIdf = idfOf(qTokens, candidates, (c) => c.tokens);
   const bigramIdf = idfOf(qBigrams, candidates, (c) => c.bigrams);
+  for (const [t, w] of tokenIdf) if (t.length === 1 && /[\u3400-\u9fff]/u.test(t)) tokenIdf.set(t, w * TUNING.singleCharWeight);
   for (const c of candidates) {
-    const lexical = overlap(tokenIdf, c.tokens);
-    c.score = qBigrams.length > 0 ? (lexical + overlap(bigramIdf, c.bigrams)) / 2 : lexical;
+    const lexical = overlap2(tokenIdf, c.tokens, c.ctxTokens);
+    c.score = qBigrams.length > 0 ? (lexical + overlap2(bigramIdf, c.bigrams, c.ctxBigrams)) / 2 : lexical;
+    if (TUNING.shortLen > 0 && c.text.length < TUNING.shortLen) c.score *= Math.pow(c.text.length / TUNING.shortLen, TUNING.shortPow);
     if (c.score > 0) c.score += RANK_BONUS / (c.sourceRank + 1);
   }
 
@@ -96,10 +111,14 @@ export function extractiveAnswer(question: string, sources: readonly ExtractiveS
   const kept: Candidate[] = [best];
   if (best.score > 0) {
     for (const c of byScore.slice(1)) {
-      if (kept.length >= maxSentences || c.score < best.score * MIN_RELATIVE_SCORE) break;
+      if (kept.length >= maxSentences || c.score < best.score * TUNING.minRel) break;
       if (kept.some((k) => nearDuplicate(k, c))) continue;
       kept.push(c);
     }
+  }
+  if (TUNING.expandShort > 0 && best.text.length < TUNING.expandShort && best.score > 0) {
+    const next = candidates.find((c) => c.ref === best.ref && c.sourceRank === best.sourceRank && c.position === best.position + 1);
+    if (next && !kept.includes(next)) { if (kept.length >= maxSentences) kept.pop(); kept.push(next); }
   }
   // Respect maxChars: drop the weakest kept sentences first; the best one is cut if it alone is too long.
   const parts = () =>
@@ -144,6 +163,17 @@ function overlap(idf: ReadonlyMap<string, number>, have: ReadonlySet<string>): n
   for (const [t, w] of idf) {
     total += w;
     if (have.has(t)) found += w;
+  }
+  return total > 0 ? found / total : 0;
+}
+
+function overlap2(idf: ReadonlyMap<string, number>, have: ReadonlySet<string>, ctx: ReadonlySet<string>): number {
+  let total = 0;
+  let found = 0;
+  for (const [t, w] of idf) {
+    total += w;
+    if (have.has(t)) found += w;
+    else if (ctx.has(t)) found += w * TUNING.titleCredit;
   }
   return total > 0 ? found / total : 0;
 }

@@ -77,7 +77,7 @@ export function splitSentences(text: string): SourceSentence[] {
 /** Decides whether the single "." at `dot` (sentence started at `start`, run ends at `end`) is not a sentence end. */
 function isNonFinalPeriod(text: string, start: number, dot: number, end: number): boolean {
   let w = dot;
-  while (w > start && /[\p{L}\p{N}.]/u.test(text[w - 1]!)) w--;
+  while (w > start && /[\p{Script=Latin}\p{N}.]/u.test(text[w - 1]!)) w--;
   const word = text.slice(w, dot);
   if (!word) return false; // " ." as in "slipstream . the results": a real end
   const lower = word.toLowerCase();

@@ -15,7 +15,17 @@ export {
   isSupportedMimeType,
   isDocumentMimeType,
 } from './mime';
-export { loadContent, chooseTitle, truncateTitle, TITLE_MAX, DERIVED_TITLE_MAX, type LoadInput, type LoadResult, type LoadFailureCode } from './load';
+export {
+  loadContent,
+  chooseTitle,
+  truncateTitle,
+  TITLE_MAX,
+  DERIVED_TITLE_MAX,
+  type LoadInput,
+  type LoadResult,
+  type LoadFailureCode,
+  type TitleHints,
+} from './load';
 export { parseJsonl, type JsonlDoc, type JsonlError, type JsonlParseResult } from './jsonl';
 export { normalizeBody, contentHash, blocksToText } from './normalize';
 export { parsePlainText } from './text';

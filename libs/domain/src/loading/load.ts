@@ -52,7 +52,7 @@ function filenameTitle(filename: string | undefined): string {
   return collapseWhitespace(dot > 0 ? base.slice(0, dot) : base);
 }
 
-function firstLine(blocks: Block[]): string {
+function firstBlockLine(blocks: Block[]): string {
   for (const b of blocks) {
     const text = b.type === 'list' ? b.items[0] : b.type === 'table' ? b.rows[0]?.join(' | ') : b.text;
     const line = (text ?? '').split('\n').find((l) => l.trim() !== '');
@@ -61,15 +61,25 @@ function firstLine(blocks: Block[]): string {
   return '';
 }
 
+export interface TitleHints {
+  /** The caller's title. */
+  given?: string;
+  /** The file's own title: PDF `/Title`, DOCX `dc:title`, HTML `<title>`, Markdown front-matter `title:`. */
+  metadataTitle?: string;
+  filename?: string;
+  /** The first line of the source text (plain text keeps line breaks that its paragraphs join). */
+  firstLine?: string;
+}
+
 /**
- * Title: the caller's title, else the first heading, else the file's own title (PDF `/Title`, DOCX `dc:title`,
- * HTML `<title>`, Markdown front-matter `title:`), else the file name without extension, else the first line.
+ * Title: the caller's title, else the first heading, else the file's own title, else the file name
+ * without extension, else the first line (truncated to `DERIVED_TITLE_MAX`), else `Untitled`.
  */
-export function chooseTitle(blocks: Block[], given?: string, metadataTitle?: string, filename?: string): string {
-  const explicit = collapseWhitespace(given ?? '');
+export function chooseTitle(blocks: Block[], hints: TitleHints = {}): string {
+  const explicit = collapseWhitespace(hints.given ?? '');
   if (explicit) return truncateTitle(explicit, TITLE_MAX);
   const heading = blocks.find((b): b is Extract<Block, { type: 'heading' }> => b.type === 'heading');
-  const candidates = [heading?.text, metadataTitle, filenameTitle(filename), firstLine(blocks)];
+  const candidates = [heading?.text, hints.metadataTitle, filenameTitle(hints.filename), hints.firstLine, firstBlockLine(blocks)];
   for (const c of candidates) {
     const t = collapseWhitespace(c ?? '');
     if (t) return truncateTitle(t);
@@ -81,6 +91,7 @@ interface Parsed {
   blocks: Block[];
   title?: string;
   pages?: number;
+  firstLine?: string;
 }
 
 type ParseOutcome = ({ ok: true } & Parsed) | { ok: false; code: LoadFailureCode; reason: string };
@@ -105,7 +116,10 @@ async function parse(mime: string, bytes: Buffer): Promise<ParseOutcome> {
     case MIME_HTML: {
       const decoded = decode(bytes);
       if (!decoded.ok) return decoded;
-      if (mime === MIME_TEXT) return { ok: true, blocks: parsePlainText(decoded.text) };
+      if (mime === MIME_TEXT) {
+        const firstLine = decoded.text.split('\n').find((l) => l.trim() !== '');
+        return { ok: true, blocks: parsePlainText(decoded.text), ...(firstLine ? { firstLine } : {}) };
+      }
       return { ok: true, ...(mime === MIME_MARKDOWN ? parseMarkdown(decoded.text) : parseHtml(decoded.text)) };
     }
     default:
@@ -141,6 +155,6 @@ export async function loadContent(input: LoadInput): Promise<LoadResult> {
   if (blocks.length === 0) {
     return { ok: false, code: 'empty', reason: mime === MIME_PDF ? 'the PDF has no extractable text (scanned images need OCR)' : 'document has no text' };
   }
-  const title = chooseTitle(blocks, input.title, parsed.title, input.filename);
+  const title = chooseTitle(blocks, { given: input.title, metadataTitle: parsed.title, filename: input.filename, firstLine: parsed.firstLine });
   return parsed.pages !== undefined ? { ok: true, title, blocks, pages: parsed.pages } : { ok: true, title, blocks };
 }

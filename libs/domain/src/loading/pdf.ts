@@ -222,7 +222,7 @@ function cleanTitle(raw: unknown): string | undefined {
 
 /** True when `%%EOF` appears near the end of the file, as in every complete PDF. */
 function hasEofMarker(bytes: Uint8Array): boolean {
-  const tail = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).subarray(Math.max(0, bytes.byteLength - 2048));
+  const tail = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).subarray(Math.max(0, bytes.byteLength - 4096));
   return tail.includes('%%EOF');
 }
 

@@ -45,6 +45,8 @@ export function decodeText(bytes: Uint8Array): string {
   if (hasUtf16Bom(bytes)) {
     return new TextDecoder(bytes[0] === 0xff ? 'utf-16le' : 'utf-16be').decode(bytes);
   }
+  // only NULs and whitespace: nothing to read, not binary (reported as empty by the caller)
+  if (bytes.every((b) => b === 0 || b === 0x20 || (b >= 0x09 && b <= 0x0d))) return '';
   if (looksBinary(bytes)) {
     throw new NotTextError(`the content is not text: ${(binaryRatio(bytes) * 100).toFixed(0)}% of its first bytes are control characters`);
   }

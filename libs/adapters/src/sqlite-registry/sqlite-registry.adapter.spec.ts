@@ -1,0 +1,218 @@
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import Database from 'better-sqlite3';
+import type { AcceptChange } from '@rag/ports';
+import { SqliteRegistry } from './sqlite-registry.adapter';
+
+const HASH_A = 'a'.repeat(64);
+const HASH_B = 'b'.repeat(64);
+
+function upsert(id: string, extra: Partial<AcceptChange> = {}): AcceptChange {
+  return { document_id: id, tenant: 't1', op: 'upsert', ...extra };
+}
+
+describe('SqliteRegistry', () => {
+  let dir: string;
+  const open: SqliteRegistry[] = [];
+  const make = (): SqliteRegistry => {
+    const r = new SqliteRegistry({ dir, synchronous: 'NORMAL' });
+    open.push(r);
+    return r;
+  };
+
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'registry-spec-'));
+  });
+  afterEach(async () => {
+    for (const r of open.splice(0)) await r.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('accepts a new document as version 1, queued, with its fields', async () => {
+    const r = make();
+    const rec = await r.accept(
+      upsert('upload:1', {
+        title: 'Report',
+        raw_hash: 'r1',
+        mime_type: 'text/plain',
+        source_url: 'https://x/1',
+        acl: ['g1'],
+        metadata: { lang: 'en', tags: ['a'], n: 3, ok: true },
+      }),
+    );
+    expect(rec).toMatchObject({
+      document_id: 'upload:1',
+      tenant: 't1',
+      title: 'Report',
+      status: 'queued',
+      version: 1,
+      active_version: 0,
+      content_hash: null,
+      raw_hash: 'r1',
+      chunks: 0,
+      error: null,
+      mime_type: 'text/plain',
+      source_url: 'https://x/1',
+      acl: ['g1'],
+      metadata: { lang: 'en', tags: ['a'], n: 3, ok: true },
+    });
+    expect(Date.parse(rec.created_at)).not.toBeNaN();
+    expect(rec.updated_at).toBe(rec.created_at);
+    expect(await r.get('upload:1')).toEqual(rec);
+    expect(await r.get('nope')).toBeNull();
+  });
+
+  it('walks a version through processing → indexed and a new version replaces it', async () => {
+    const r = make();
+    await r.accept(upsert('d', { title: 'T', acl: ['g'], raw_hash: 'r1' }));
+    await r.markProcessing('d', 1);
+    expect((await r.get('d'))!.status).toBe('processing');
+    await r.markIndexed('d', 1, HASH_A, 4);
+    expect(await r.get('d')).toMatchObject({ status: 'indexed', version: 1, active_version: 1, content_hash: HASH_A, chunks: 4, error: null });
+
+    const v2 = await r.accept(upsert('d', { raw_hash: 'r2', metadata: { k: 'v' } }));
+    // Omitted fields keep their previous values; the active version stays visible until v2 is indexed.
+    expect(v2).toMatchObject({ version: 2, status: 'queued', active_version: 1, title: 'T', acl: ['g'], raw_hash: 'r2', metadata: { k: 'v' } });
+    expect((await r.activeVersions(['d'])).get('d')).toBe(1);
+    await r.markIndexed('d', 2, HASH_B, 6);
+    expect(await r.get('d')).toMatchObject({ status: 'indexed', version: 2, active_version: 2, content_hash: HASH_B, chunks: 6 });
+  });
+
+  it('ignores late events for an older version (never resurrects or overwrites newer state)', async () => {
+    const r = make();
+    await r.accept(upsert('d'));
+    await r.accept(upsert('d'));
+    await r.markIndexed('d', 2, HASH_B, 3);
+    const before = await r.get('d');
+    await r.markIndexed('d', 1, HASH_A, 9);
+    await r.markProcessing('d', 1);
+    await r.markFailed('d', 1, 'boom');
+    await r.markUnchanged('d', 1);
+    await r.markDeleted('d', 1);
+    expect(await r.get('d')).toEqual(before);
+    expect(before).toMatchObject({ status: 'indexed', version: 2, active_version: 2, content_hash: HASH_B, chunks: 3 });
+
+    // A delete was accepted after v3: the late markIndexed(v3) must not bring the document back.
+    await r.accept(upsert('d'));
+    await r.accept({ document_id: 'd', tenant: 't1', op: 'delete' });
+    await r.markIndexed('d', 3, HASH_A, 5);
+    expect(await r.get('d')).toMatchObject({ version: 4, active_version: 2, status: 'queued' });
+    await r.markDeleted('d', 4);
+    await r.markIndexed('d', 3, HASH_A, 5);
+    expect(await r.get('d')).toMatchObject({ status: 'deleted', version: 4, active_version: 0, chunks: 0, content_hash: null });
+    expect((await r.activeVersions(['d'])).size).toBe(0);
+    // Events for versions never accepted (or unknown documents) are ignored as well.
+    await r.markIndexed('d', 99, HASH_A, 1);
+    await r.markIndexed('unknown', 1, HASH_A, 1);
+    expect((await r.get('d'))!.status).toBe('deleted');
+    expect(await r.get('unknown')).toBeNull();
+  });
+
+  it('deletes: version increments, status stays until markDeleted, raw hash cleared', async () => {
+    const r = make();
+    await r.accept(upsert('d', { raw_hash: 'r1' }));
+    await r.markIndexed('d', 1, HASH_A, 2);
+    const del = await r.accept({ document_id: 'd', tenant: 't1', op: 'delete' });
+    expect(del).toMatchObject({ version: 2, status: 'indexed', active_version: 1, raw_hash: null });
+    await r.markDeleted('d', 2);
+    expect(await r.get('d')).toMatchObject({ status: 'deleted', version: 2, active_version: 0, chunks: 0 });
+    // Re-upload after delete: version 3, queued.
+    expect(await r.accept(upsert('d', { raw_hash: 'r1' }))).toMatchObject({ version: 3, status: 'queued', active_version: 0 });
+    // Deleting an unknown document records it as deleted.
+    expect(await r.accept({ document_id: 'ghost', tenant: 't1', op: 'delete' })).toMatchObject({ version: 1, status: 'deleted', active_version: 0 });
+  });
+
+  it('marks failures and unchanged versions', async () => {
+    const r = make();
+    await r.accept(upsert('d', { raw_hash: 'r1' }));
+    await r.markFailed('d', 1, 'parse error');
+    expect(await r.get('d')).toMatchObject({ status: 'failed', error: 'parse error', active_version: 0, raw_hash: null });
+    await r.accept(upsert('d'));
+    expect(await r.get('d')).toMatchObject({ status: 'queued', error: null, version: 2 });
+    await r.markIndexed('d', 2, HASH_A, 2);
+    await r.accept(upsert('d'));
+    await r.markUnchanged('d', 3);
+    expect(await r.get('d')).toMatchObject({ status: 'indexed', version: 3, active_version: 2, content_hash: HASH_A, chunks: 2 });
+  });
+
+  it('refuses a change to a document id owned by another tenant', async () => {
+    const r = make();
+    await r.accept(upsert('d'));
+    await expect(r.accept({ document_id: 'd', tenant: 't2', op: 'upsert' })).rejects.toMatchObject({ code: 'conflict' });
+    await expect(r.accept({ document_id: 'd', tenant: 't2', op: 'delete' })).rejects.toMatchObject({ code: 'conflict' });
+    expect((await r.get('d'))!.version).toBe(1);
+  });
+
+  it('returns active versions only for documents with one', async () => {
+    const r = make();
+    await r.accept(upsert('a'));
+    await r.accept(upsert('b'));
+    await r.markIndexed('a', 1, HASH_A, 1);
+    const m = await r.activeVersions(['a', 'b', 'missing']);
+    expect([...m.entries()]).toEqual([['a', 1]]);
+    expect((await r.activeVersions([])).size).toBe(0);
+  });
+
+  it('counts by status, per tenant or overall, with every status present', async () => {
+    const r = make();
+    await r.accept(upsert('a'));
+    await r.accept(upsert('b'));
+    await r.markIndexed('b', 1, HASH_A, 1);
+    await r.accept(upsert('c', { tenant: 't2' }));
+    await r.markFailed('c', 1, 'x');
+    expect(await r.countByStatus()).toEqual({ queued: 1, processing: 0, indexed: 1, failed: 1, deleted: 0 });
+    expect(await r.countByStatus('t1')).toEqual({ queued: 1, processing: 0, indexed: 1, failed: 0, deleted: 0 });
+    expect(await r.countByStatus('none')).toEqual({ queued: 0, processing: 0, indexed: 0, failed: 0, deleted: 0 });
+  });
+
+  it('lists with filters and paging, most recently updated first', async () => {
+    const r = make();
+    for (const id of ['a', 'b', 'c', 'd']) await r.accept(upsert(id));
+    await r.accept(upsert('e', { tenant: 't2' }));
+    await r.markIndexed('b', 1, HASH_A, 1); // b is now the most recently updated
+    const ids = async (o: Parameters<SqliteRegistry['list']>[0]) => (await r.list(o)).map((d) => d.document_id);
+    expect(await ids({ limit: 10, offset: 0 })).toEqual(['b', 'e', 'd', 'c', 'a']);
+    expect(await ids({ tenant: 't1', limit: 10, offset: 0 })).toEqual(['b', 'd', 'c', 'a']);
+    expect(await ids({ tenant: 't1', limit: 2, offset: 1 })).toEqual(['d', 'c']);
+    expect(await ids({ tenant: 't1', status: 'queued', limit: 10, offset: 0 })).toEqual(['d', 'c', 'a']);
+    expect(await ids({ status: 'indexed', limit: 10, offset: 0 })).toEqual(['b']);
+    expect(await ids({ tenant: 't1', limit: 10, offset: 10 })).toEqual([]);
+  });
+
+  it('records feedback', async () => {
+    const r = make();
+    await r.recordFeedback('trace-1', 'up');
+    await r.recordFeedback('trace-1', 'down', 'wrong source');
+    await r.close();
+    const db = new Database(path.join(dir, 'registry.db'), { readonly: true });
+    try {
+      const rows = db.prepare('SELECT trace_id, rating, comment FROM feedback ORDER BY id').all();
+      expect(rows).toEqual([
+        { trace_id: 'trace-1', rating: 'up', comment: null },
+        { trace_id: 'trace-1', rating: 'down', comment: 'wrong source' },
+      ]);
+    } finally {
+      db.close();
+    }
+  });
+
+  it('persists across close and reopen', async () => {
+    const r1 = make();
+    await r1.accept(upsert('d', { title: 'T', metadata: { x: 1 } }));
+    await r1.markIndexed('d', 1, HASH_A, 2);
+    const before = await r1.get('d');
+    await r1.close();
+    const r2 = make();
+    expect(await r2.get('d')).toEqual(before);
+    expect((await r2.accept(upsert('d'))).version).toBe(2);
+    expect((await r2.activeVersions(['d'])).get('d')).toBe(1);
+  });
+
+  it('rejects use after close, and close is idempotent', async () => {
+    const r = make();
+    await r.close();
+    await r.close();
+    await expect(r.get('d')).rejects.toThrow(/closed/);
+  });
+});

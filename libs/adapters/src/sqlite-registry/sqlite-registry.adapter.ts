@@ -1,0 +1,319 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import Database from 'better-sqlite3';
+import type { DocumentStatus, Metadata } from '@rag/contracts';
+import { AppError, Logger } from '@rag/platform';
+import type { AcceptChange, DocumentRecord, Registry } from '@rag/ports';
+
+/**
+ * Document registry in one SQLite file (`dir/registry.db`, WAL).
+ *
+ * Version discipline: `accept()` reserves `version = previous + 1` (1 for a new document) in a transaction, so
+ * every change (upsert or delete) gets a strictly newer version. Every `mark*` call names the version it is
+ * about and only applies when that version is still the latest accepted one (`WHERE version = ?`): a late
+ * or replayed event about an older version can never resurrect or overwrite newer state.
+ *
+ * Field rules:
+ * - upsert: status `queued`, error cleared; `raw_hash` is the submitted one (null when not given); title,
+ *   mime type, source url, acl and metadata take the given values and keep the previous ones when omitted
+ *   (a webhook re-fetch need not repeat them).
+ * - delete: version increments, status stays until `markDeleted`; `raw_hash` is cleared so re-submitting the
+ *   same bytes after a delete is not taken for a duplicate. A delete of an unknown document creates a record
+ *   in status `deleted` (nothing was ever visible).
+ * - `markFailed` clears `raw_hash` too (a retry of the same bytes must not be skipped as a duplicate); the
+ *   active version, if any, stays visible.
+ * - `markDeleted`: status `deleted`, active_version 0, chunks 0, content_hash null (so re-uploading the same
+ *   content after a delete is indexed again rather than skipped as unchanged).
+ * - A document id belongs to one tenant: accepting a change for it from another tenant is a `conflict`.
+ */
+export interface SqliteRegistryOptions {
+  /** Data folder; the registry is `dir/registry.db`. */
+  dir: string;
+  /** SQLite `synchronous` (default FULL: an accepted change survives power loss). */
+  synchronous?: 'FULL' | 'NORMAL';
+  logger?: Logger;
+}
+
+interface DocumentRow {
+  document_id: string;
+  tenant: string;
+  title: string | null;
+  status: DocumentStatus;
+  version: number;
+  active_version: number;
+  content_hash: string | null;
+  raw_hash: string | null;
+  chunks: number;
+  error: string | null;
+  mime_type: string | null;
+  source_url: string | null;
+  acl: string;
+  metadata: string;
+  created_at: string;
+  updated_at: string;
+}
+
+const STATUSES: readonly DocumentStatus[] = ['queued', 'processing', 'indexed', 'failed', 'deleted'];
+const DB_FILE = 'registry.db';
+/** Next value of the monotonic change counter (tie-break for equal `updated_at`). */
+const NEXT_SEQ = '(SELECT COALESCE(MAX(seq), 0) + 1 FROM documents)';
+
+function toRecord(r: DocumentRow): DocumentRecord {
+  return {
+    document_id: r.document_id,
+    tenant: r.tenant,
+    title: r.title,
+    status: r.status,
+    version: r.version,
+    active_version: r.active_version,
+    content_hash: r.content_hash,
+    raw_hash: r.raw_hash,
+    chunks: r.chunks,
+    error: r.error,
+    mime_type: r.mime_type,
+    source_url: r.source_url,
+    acl: JSON.parse(r.acl) as string[],
+    metadata: JSON.parse(r.metadata) as Metadata,
+    created_at: r.created_at,
+    updated_at: r.updated_at,
+  };
+}
+
+export class SqliteRegistry implements Registry {
+  readonly file: string;
+  private readonly db: Database.Database;
+  private readonly log: Logger;
+  private closed = false;
+  private readonly listCache = new Map<string, Database.Statement<Record<string, string | number>, DocumentRow>>();
+  private readonly stmt: {
+    get: Database.Statement<[string], DocumentRow>;
+    insert: Database.Statement<Record<string, string | number | null>>;
+    acceptUpsert: Database.Statement<Record<string, string | number | null>>;
+    acceptDelete: Database.Statement<Record<string, string | number | null>>;
+    processing: Database.Statement<Record<string, string | number>>;
+    failed: Database.Statement<Record<string, string | number>>;
+    indexed: Database.Statement<Record<string, string | number>>;
+    unchanged: Database.Statement<Record<string, string | number>>;
+    deleted: Database.Statement<Record<string, string | number>>;
+    active: Database.Statement<[string], { document_id: string; active_version: number }>;
+    countAll: Database.Statement<[], { status: DocumentStatus; n: number }>;
+    countTenant: Database.Statement<[string], { status: DocumentStatus; n: number }>;
+    feedback: Database.Statement<[string, string, string | null, string]>;
+  };
+
+  static async open(opts: SqliteRegistryOptions): Promise<SqliteRegistry> {
+    return new SqliteRegistry(opts);
+  }
+
+  constructor(opts: SqliteRegistryOptions) {
+    this.log = opts.logger ?? new Logger('sqlite-registry');
+    fs.mkdirSync(opts.dir, { recursive: true });
+    this.file = path.join(opts.dir, DB_FILE);
+    this.db = new Database(this.file);
+    try {
+      this.db.pragma('journal_mode = WAL');
+      this.db.pragma(`synchronous = ${opts.synchronous ?? 'FULL'}`);
+      this.db.pragma('busy_timeout = 5000');
+      this.db.exec(`
+        CREATE TABLE IF NOT EXISTS documents (
+          document_id    TEXT PRIMARY KEY,
+          tenant         TEXT NOT NULL,
+          title          TEXT,
+          status         TEXT NOT NULL CHECK (status IN ('queued', 'processing', 'indexed', 'failed', 'deleted')),
+          version        INTEGER NOT NULL,
+          active_version INTEGER NOT NULL DEFAULT 0,
+          content_hash   TEXT,
+          raw_hash       TEXT,
+          chunks         INTEGER NOT NULL DEFAULT 0,
+          error          TEXT,
+          mime_type      TEXT,
+          source_url     TEXT,
+          acl            TEXT NOT NULL DEFAULT '[]',
+          metadata       TEXT NOT NULL DEFAULT '{}',
+          created_at     TEXT NOT NULL,
+          updated_at     TEXT NOT NULL,
+          seq            INTEGER NOT NULL
+        );
+        CREATE INDEX IF NOT EXISTS documents_updated ON documents (updated_at, seq);
+        CREATE INDEX IF NOT EXISTS documents_tenant_updated ON documents (tenant, updated_at, seq);
+        CREATE INDEX IF NOT EXISTS documents_status ON documents (tenant, status);
+        CREATE UNIQUE INDEX IF NOT EXISTS documents_seq ON documents (seq);
+        CREATE TABLE IF NOT EXISTS feedback (
+          id         INTEGER PRIMARY KEY,
+          trace_id   TEXT NOT NULL,
+          rating     TEXT NOT NULL CHECK (rating IN ('up', 'down')),
+          comment    TEXT,
+          created_at TEXT NOT NULL
+        );
+        CREATE INDEX IF NOT EXISTS feedback_trace ON feedback (trace_id);
+      `);
+      const touch = `updated_at = @now, seq = ${NEXT_SEQ}`;
+      const latest = 'WHERE document_id = @id AND version = @version';
+      this.stmt = {
+        get: this.db.prepare('SELECT * FROM documents WHERE document_id = ?'),
+        insert: this.db.prepare(`
+          INSERT INTO documents (document_id, tenant, title, status, version, active_version, raw_hash, mime_type, source_url,
+                                 acl, metadata, created_at, updated_at, seq)
+          VALUES (@id, @tenant, @title, @status, 1, 0, @raw_hash, @mime_type, @source_url, @acl, @metadata, @now, @now, ${NEXT_SEQ})`),
+        acceptUpsert: this.db.prepare(`
+          UPDATE documents SET version = version + 1, status = 'queued', error = NULL, raw_hash = @raw_hash,
+                 title = COALESCE(@title, title), mime_type = COALESCE(@mime_type, mime_type),
+                 source_url = COALESCE(@source_url, source_url), acl = COALESCE(@acl, acl),
+                 metadata = COALESCE(@metadata, metadata), ${touch}
+          WHERE document_id = @id`),
+        acceptDelete: this.db.prepare(`UPDATE documents SET version = version + 1, raw_hash = NULL, ${touch} WHERE document_id = @id`),
+        processing: this.db.prepare(`UPDATE documents SET status = 'processing', ${touch} ${latest} AND status = 'queued'`),
+        failed: this.db.prepare(`UPDATE documents SET status = 'failed', error = @error, raw_hash = NULL, ${touch} ${latest}`),
+        indexed: this.db.prepare(
+          `UPDATE documents SET status = 'indexed', active_version = @version, content_hash = @content_hash, chunks = @chunks,
+                  error = NULL, ${touch} ${latest}`,
+        ),
+        unchanged: this.db.prepare(`UPDATE documents SET status = 'indexed', error = NULL, ${touch} ${latest}`),
+        deleted: this.db.prepare(
+          `UPDATE documents SET status = 'deleted', active_version = 0, chunks = 0, content_hash = NULL, error = NULL, ${touch} ${latest}`,
+        ),
+        active: this.db.prepare(
+          'SELECT document_id, active_version FROM documents WHERE document_id IN (SELECT value FROM json_each(?)) AND active_version > 0',
+        ),
+        countAll: this.db.prepare('SELECT status, COUNT(*) AS n FROM documents GROUP BY status'),
+        countTenant: this.db.prepare('SELECT status, COUNT(*) AS n FROM documents WHERE tenant = ? GROUP BY status'),
+        feedback: this.db.prepare('INSERT INTO feedback (trace_id, rating, comment, created_at) VALUES (?, ?, ?, ?)'),
+      };
+    } catch (e) {
+      this.db.close();
+      throw e;
+    }
+  }
+
+  async get(documentId: string): Promise<DocumentRecord | null> {
+    this.assertOpen();
+    const row = this.stmt.get.get(documentId);
+    return row ? toRecord(row) : null;
+  }
+
+  async list(opts: { tenant?: string; status?: DocumentStatus; limit: number; offset: number }): Promise<DocumentRecord[]> {
+    this.assertOpen();
+    const where: string[] = [];
+    const params: Record<string, string | number> = {
+      limit: Math.max(0, Math.floor(opts.limit)),
+      offset: Math.max(0, Math.floor(opts.offset)),
+    };
+    if (opts.tenant !== undefined) {
+      where.push('tenant = @tenant');
+      params.tenant = opts.tenant;
+    }
+    if (opts.status !== undefined) {
+      where.push('status = @status');
+      params.status = opts.status;
+    }
+    const sql = `SELECT * FROM documents ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY updated_at DESC, seq DESC LIMIT @limit OFFSET @offset`;
+    let stmt = this.listCache.get(sql);
+    if (!stmt) {
+      stmt = this.db.prepare<Record<string, string | number>, DocumentRow>(sql);
+      this.listCache.set(sql, stmt);
+    }
+    return stmt.all(params).map(toRecord);
+  }
+
+  async accept(change: AcceptChange): Promise<DocumentRecord> {
+    this.assertOpen();
+    const now = new Date().toISOString();
+    const row = this.db.transaction((): DocumentRow => {
+      const existing = this.stmt.get.get(change.document_id);
+      if (existing && existing.tenant !== change.tenant) {
+        throw new AppError('conflict', `document ${change.document_id} belongs to another tenant`);
+      }
+      const fields = {
+        id: change.document_id,
+        now,
+        title: change.title ?? null,
+        mime_type: change.mime_type ?? null,
+        source_url: change.source_url ?? null,
+        acl: change.acl === undefined ? null : JSON.stringify(change.acl),
+        metadata: change.metadata === undefined ? null : JSON.stringify(change.metadata),
+        raw_hash: change.op === 'upsert' ? (change.raw_hash ?? null) : null,
+      };
+      if (!existing) {
+        this.stmt.insert.run({
+          ...fields,
+          tenant: change.tenant,
+          status: change.op === 'upsert' ? 'queued' : 'deleted',
+          acl: fields.acl ?? '[]',
+          metadata: fields.metadata ?? '{}',
+        });
+      } else if (change.op === 'upsert') {
+        this.stmt.acceptUpsert.run(fields);
+      } else {
+        this.stmt.acceptDelete.run({ id: change.document_id, now });
+      }
+      return this.stmt.get.get(change.document_id)!;
+    })();
+    return toRecord(row);
+  }
+
+  async markProcessing(documentId: string, version: number): Promise<void> {
+    this.mark('processing', { id: documentId, version });
+  }
+
+  async markFailed(documentId: string, version: number, error: string): Promise<void> {
+    this.mark('failed', { id: documentId, version, error });
+  }
+
+  async markIndexed(documentId: string, version: number, contentHash: string, chunks: number): Promise<void> {
+    this.mark('indexed', { id: documentId, version, content_hash: contentHash, chunks });
+  }
+
+  async markUnchanged(documentId: string, version: number): Promise<void> {
+    this.mark('unchanged', { id: documentId, version });
+  }
+
+  async markDeleted(documentId: string, version: number): Promise<void> {
+    this.mark('deleted', { id: documentId, version });
+  }
+
+  async activeVersions(documentIds: string[]): Promise<Map<string, number>> {
+    this.assertOpen();
+    const out = new Map<string, number>();
+    if (documentIds.length === 0) return out;
+    for (const r of this.stmt.active.all(JSON.stringify(documentIds))) out.set(r.document_id, r.active_version);
+    return out;
+  }
+
+  async countByStatus(tenant?: string): Promise<Record<DocumentStatus, number>> {
+    this.assertOpen();
+    const out = Object.fromEntries(STATUSES.map((s) => [s, 0])) as Record<DocumentStatus, number>;
+    const rows = tenant === undefined ? this.stmt.countAll.all() : this.stmt.countTenant.all(tenant);
+    for (const r of rows) out[r.status] = r.n;
+    return out;
+  }
+
+  async recordFeedback(traceId: string, rating: 'up' | 'down', comment?: string): Promise<void> {
+    this.assertOpen();
+    if (rating !== 'up' && rating !== 'down') throw new AppError('invalid_request', `rating must be "up" or "down"`);
+    this.stmt.feedback.run(traceId, rating, comment ?? null, new Date().toISOString());
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.listCache.clear();
+    this.db.close();
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  private assertOpen(): void {
+    if (this.closed) throw new Error(`SqliteRegistry(${this.file}) is closed`);
+  }
+
+  private mark(
+    kind: 'processing' | 'failed' | 'indexed' | 'unchanged' | 'deleted',
+    params: { id: string; version: number } & Record<string, string | number>,
+  ): void {
+    this.assertOpen();
+    const info = this.stmt[kind].run({ ...params, now: new Date().toISOString() });
+    if (info.changes === 0) {
+      this.log.debug('ignored a stale or unknown registry update', { kind, document_id: params.id, version: params.version });
+    }
+  }
+}
