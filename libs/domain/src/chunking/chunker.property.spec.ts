@@ -47,12 +47,19 @@ function generate(r: () => number): { doc: StructuredDocument; opts: ChunkOption
   return { doc, opts };
 }
 
-/** Every word of the input, as the chunks must still hold it somewhere. */
-function words(doc: StructuredDocument): string[] {
+/** How often each non-space character occurs in the body of the input (headings excluded). */
+function charCounts(texts: readonly string[]): Map<string, number> {
+  const m = new Map<string, number>();
+  for (const t of texts) for (const ch of t.replace(/\s+/g, '')) m.set(ch, (m.get(ch) ?? 0) + 1);
+  return m;
+}
+
+function bodyTexts(doc: StructuredDocument): string[] {
   return doc.blocks.flatMap((b) => {
     if (b.type === 'heading') return [];
-    const t = b.type === 'list' ? b.items.join(' ') : b.type === 'table' ? b.rows.flat().join(' ') : b.text;
-    return t.split(/[\s。，.,!?;|]+/).filter((w) => w.length > 0);
+    if (b.type === 'list') return b.items;
+    if (b.type === 'table') return b.rows.flat();
+    return [b.text];
   });
 }
 
@@ -60,7 +67,7 @@ const isAtomic = (c: Chunk): boolean => c.text.includes('| ') || c.text.startsWi
 
 describe('chunkDocument invariants on generated documents', () => {
   const r = lcg(20240601);
-  const cases = Array.from({ length: 150 }, () => generate(r));
+  const cases = Array.from({ length: 100 }, () => generate(r));
 
   it('keeps sizes, links, ids and text intact', () => {
     for (const { doc, opts } of cases) {
@@ -86,8 +93,10 @@ describe('chunkDocument invariants on generated documents', () => {
         }
         if (!isAtomic(c)) expect(c.token_count).toBeLessThanOrEqual(opts.chunkTokens);
       });
-      const all = out.map((c) => c.text).join('\n');
-      for (const w of words(doc)) expect(all).toContain(w);
+      // Nothing is lost: the children hold every character of the body at least as often (overlaps,
+      // repeated headers and Markdown syntax only add).
+      const have = charCounts(out.filter((c) => c.kind === 'child').map((c) => c.text));
+      for (const [ch, n] of charCounts(bodyTexts(doc))) expect(have.get(ch) ?? 0, ch).toBeGreaterThanOrEqual(n);
     }
   });
 

@@ -14,7 +14,7 @@ import { countTokens } from './tokens';
  *
  * Children (searched). Paragraphs and lists are split recursively at the coarsest boundary that makes
  * each piece fit `chunkTokens` (blank line, line, sentence `. ! ? 。！？；`, clause `, ; : ，；、：`,
- * word, and code points as a last resort), then consecutive pieces of the section are packed greedily
+ * word, and between token units as a last resort), then consecutive pieces of the section are packed greedily
  * up to `chunkTokens` (so small paragraphs, list items and small tables/code merge). A chunk that
  * continues the text of the one before it in the same section starts with that chunk's tail of at most
  * `overlapTokens`, cut at the coarsest boundary that fits (whole sentences when they fit, else

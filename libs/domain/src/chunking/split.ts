@@ -18,7 +18,7 @@ export interface Span {
  *              needs no space after them), with closing quotes/brackets kept on the sentence
  * 3 clause     `, ; :` followed by whitespace, or `，；、：`
  * 4 word       whitespace, plus the CJK punctuation again (CJK text has no spaces to fall back on)
- * then code points (see `splitToFit`).
+ * then token units (see `splitToFit`).
  */
 const CLOSERS = `["'”’」』）》)\\]]*`;
 const SENTENCE = `([.!?…]+${CLOSERS})\\s+|([。！？；]+${CLOSERS})\\s*`;
