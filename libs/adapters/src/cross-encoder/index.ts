@@ -1,1 +1,1 @@
-export {};
+export { CrossEncoderReranker, type CrossEncoderRerankerOptions, sigmoid } from './cross-encoder.adapter';

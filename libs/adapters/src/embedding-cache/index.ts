@@ -1,1 +1,1 @@
-export {};
+export { CachedEmbedder, type CachedEmbedderOptions, type EmbeddingCacheStats } from './embedding-cache.adapter';

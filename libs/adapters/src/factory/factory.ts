@@ -54,7 +54,7 @@ export async function createEmbedder(config: AppConfig): Promise<Embedder> {
     default:
       return unknown('RAG_EMBEDDER', kind);
   }
-  return new CachedEmbedder(inner, { path: join(config.dataDir, 'embedding-cache.db') });
+  return new CachedEmbedder(inner, { sqlitePath: join(config.dataDir, 'embedding-cache.db') });
 }
 
 export function createVectorStore(config: AppConfig, embedder: Embedder): VectorStore {

@@ -1,1 +1,1 @@
-export {};
+export { HashingEmbedder, type HashingEmbedderOptions } from './hashing-embedder.adapter';

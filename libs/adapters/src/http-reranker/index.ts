@@ -1,1 +1,1 @@
-export {};
+export { HttpReranker, type HttpRerankerOptions, type RerankFlavor } from './http-reranker.adapter';

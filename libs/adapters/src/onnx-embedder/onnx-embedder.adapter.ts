@@ -92,7 +92,7 @@ export class OnnxEmbedder implements Embedder {
     }
     const batchSize = options.batchSize ?? 32;
     if (!Number.isInteger(batchSize) || batchSize < 1) throw new AppError('invalid_request', `batchSize must be a positive integer, got ${batchSize}`);
-    const dtype = m?.dtype ?? 'fp32';
+    const dtype = folder.dtype;
     const started = Date.now();
     const { tokenizer, model } = await withLocalModels(folder.modelsDir, async (t) => {
       const tok = await t.AutoTokenizer.from_pretrained(folder.folderName, { local_files_only: true });

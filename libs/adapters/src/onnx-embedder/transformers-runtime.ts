@@ -56,6 +56,8 @@ export interface ModelFolder {
   /** Parsed `rag-model.json`, or undefined when the folder has none (e.g. a copy from the Hugging Face hub). */
   manifest?: ModelManifest;
   config: z.infer<typeof ConfigSchema>;
+  /** The ONNX variant to load: the manifest's, else fp32 when `onnx/model.onnx` exists, else q8 when only the quantized file does. */
+  dtype: ModelManifest['dtype'];
 }
 
 /**
@@ -88,12 +90,15 @@ export function locateModelFolder(modelsDir: string, name: string, what: string,
   if (!config.success) {
     throw new AppError('unavailable', `${join(path, 'config.json')} has no model_type: ${config.error.message}`);
   }
-  for (const file of ['tokenizer.json', 'tokenizer_config.json', onnxFileFor(manifest?.dtype ?? 'fp32')]) {
+  const dtype =
+    manifest?.dtype ??
+    (!existsSync(join(path, onnxFileFor('fp32'))) && existsSync(join(path, onnxFileFor('q8'))) ? 'q8' : 'fp32');
+  for (const file of ['tokenizer.json', 'tokenizer_config.json', onnxFileFor(dtype)]) {
     if (!existsSync(join(path, file))) {
       throw new AppError('unavailable', `${what} "${name}" in ${path} is incomplete: ${file} is missing. ${fetchHint}`);
     }
   }
-  return { modelsDir: dir, folderName, path, manifest, config: config.data };
+  return { modelsDir: dir, folderName, path, manifest, config: config.data, dtype };
 }
 
 /** The file transformers.js opens for a dtype (its own naming: model.onnx, model_quantized.onnx, model_fp16.onnx…). */

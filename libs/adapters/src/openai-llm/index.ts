@@ -1,1 +1,2 @@
-export {};
+export * from './openai-llm.adapter';
+export { SseDataParser } from './sse';

@@ -1,5 +1,5 @@
 import type { Degraded, ScoredChunk } from '@rag/contracts';
-import { buildAnswerPrompt, extractiveAnswer, parseCitations, REFUSAL_MESSAGE, shouldRefuse } from '@rag/domain';
+import { buildAnswerPrompt, extractiveAnswer, isRefusalAnswer, parseCitations, REFUSAL_MESSAGE, shouldRefuse } from '@rag/domain';
 import { Logger } from '@rag/platform';
 import type { Llm } from '@rag/ports';
 import type { GenerateCall, GenerationResult } from './query-path';
@@ -28,7 +28,7 @@ export class GeneratorService implements GenerateCall {
     const context = (s: ScoredChunk) => s.parent_text ?? s.text;
     const gate = shouldRefuse(
       question,
-      sources.map((s) => ({ text: s.text, score: s.score })),
+      sources.map((s) => ({ text: context(s), score: s.score })),
       this.opts.refusalThreshold,
     );
     if (sources.length === 0 || gate.refuse) {
@@ -50,7 +50,7 @@ export class GeneratorService implements GenerateCall {
           onDelta?.(delta);
         }
         answer = answer.trim();
-        const refused = answer.length === 0 || answer.startsWith(REFUSAL_MESSAGE);
+        const refused = answer.length === 0 || isRefusalAnswer(answer);
         return {
           answer: refused ? REFUSAL_MESSAGE : answer,
           refused,
@@ -65,7 +65,7 @@ export class GeneratorService implements GenerateCall {
     }
     const ex = extractiveAnswer(
       question,
-      sources.map((s, i) => ({ ref: i + 1, text: context(s), score: s.score })),
+      sources.map((s, i) => ({ ref: i + 1, text: context(s), score: s.score, title: s.title })),
     );
     onDelta?.(ex.answer);
     return { answer: ex.answer, refused: false, cited_refs: ex.citedRefs, degraded, evidence: gate.evidence };

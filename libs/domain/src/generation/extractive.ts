@@ -54,7 +54,7 @@ interface Candidate {
  * Builds an answer from the sources' best sentences, without an LLM.
  *
  * Heuristic (tuned on the whole cmrc2018-trial set, where it puts the gold answer in the answer for
- * ~89% of questions with BM25's top 5 as sources, and on Cranfield by reading):
+ * 89.5% of questions with titles and 88.3% without, BM25's top 5 as sources; on Cranfield by reading):
  * 1. Sources are ordered by score and split into sentences, English and Chinese aware (`。！？；`
  *    always end a sentence; `.!?` only before whitespace, so "3.5" and "e.g." do not split).
  * 2. A sentence is scored by idf-weighted overlap with the question's content tokens: the share of

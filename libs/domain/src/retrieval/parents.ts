@@ -1,5 +1,5 @@
 /** What parent expansion needs from a child hit. */
-export interface ChildHit {
+export interface ParentExpansionHit {
   chunk_id: string;
   text: string;
   score: number;
@@ -20,7 +20,7 @@ export interface ChildHit {
  *   (distinct children with unknown parents carry distinct texts).
  * - The result is ordered by score, best first; equal scores keep the input order.
  */
-export function expandToParents<T extends ChildHit>(
+export function expandToParents<T extends ParentExpansionHit>(
   hits: readonly T[],
   parentTexts: ReadonlyMap<string, string>,
 ): Array<T & { parent_text: string }> {

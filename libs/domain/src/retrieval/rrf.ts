@@ -1,5 +1,5 @@
 /** One ranked list to fuse, best first. `weight` scales its contribution (default 1). */
-export interface RankedList {
+export interface RrfList {
   name: string;
   weight?: number;
   hits: { id: string; score: number }[];
@@ -29,7 +29,7 @@ export interface RrfOptions {
  * - Ties are broken deterministically: higher score, then better (smaller) best rank over all lists, then id.
  * - Lists with weight 0 still report ranks but contribute nothing to the score.
  */
-export function reciprocalRankFusion(lists: readonly RankedList[], opts: RrfOptions = {}): FusedHit[] {
+export function reciprocalRankFusion(lists: readonly RrfList[], opts: RrfOptions = {}): FusedHit[] {
   const k = opts.k ?? 60;
   if (!(k >= 0) || !Number.isFinite(k)) throw new RangeError(`RRF k must be a finite number >= 0, got ${k}`);
   const fused = new Map<string, { id: string; score: number; ranks: Record<string, number>; bestRank: number }>();

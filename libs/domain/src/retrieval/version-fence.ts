@@ -1,5 +1,5 @@
 /** What the version fence needs from a hit. */
-export interface VersionedHit {
+export interface VersionFencedHit {
   document_id: string;
   version: number;
 }
@@ -13,6 +13,6 @@ export interface VersionedHit {
  * it only the new one. Hits of documents absent from `active` (deleted, or never finished indexing)
  * are dropped too. Order is preserved.
  */
-export function applyVersionFence<T extends VersionedHit>(hits: readonly T[], active: ReadonlyMap<string, number>): T[] {
+export function applyVersionFence<T extends VersionFencedHit>(hits: readonly T[], active: ReadonlyMap<string, number>): T[] {
   return hits.filter((h) => active.get(h.document_id) === h.version);
 }

@@ -24,38 +24,36 @@ export class StatusConsumer implements OnModuleInit {
   }
 }
 
-/** gateway: the REST API, the registry's status projection and the query orchestration. */
-@Module({})
-export class GatewayModule {
-  /** `queryPath` provides QUERY_EMBEDDING, RETRIEVE_CALL, RERANK_CALL and GENERATE_CALL (local or gRPC). */
-  static register(queryPath: Type | DynamicModule): DynamicModule {
-    return { module: GatewayModule, imports: [queryPath, GatewayHttpModule] , exports: [GatewayHttpModule] };
-  }
-}
-
 const multer = MulterModule.registerAsync({
   useFactory: (c: AppConfig) => ({ limits: { fileSize: c.RAG_MAX_BODY_BYTES, files: 1, fields: 20 } }),
   inject: [CONFIG],
 });
 
-@Module({
-  imports: [multer],
-  controllers: [DocumentsController, QueryController, HealthController],
-  providers: [
-    StatusConsumer,
-    { provide: AUTH, useFactory: (c: AppConfig) => new ApiKeyAuth(c.RAG_API_KEYS), inject: [CONFIG] },
-    {
-      provide: DocumentService,
-      useFactory: (r: Registry, b: Bus, c: AppConfig) => new DocumentService(r, b, c.RAG_MAX_BODY_BYTES),
-      inject: [REGISTRY, BUS, CONFIG],
-    },
-    {
-      provide: QueryOrchestrator,
-      useFactory: (e: QueryEmbeddingCall, r: RetrieveCall, rr: RerankCall, g: GenerateCall, c: AppConfig) =>
-        new QueryOrchestrator(e, r, rr, g, { topK: c.RAG_TOP_K, candidates: c.RAG_CANDIDATES, deadlineMs: c.RAG_DEADLINE_MS }),
-      inject: [QUERY_EMBEDDING, RETRIEVE_CALL, RERANK_CALL, GENERATE_CALL, CONFIG],
-    },
-  ],
-  exports: [DocumentService, QueryOrchestrator],
-})
-class GatewayHttpModule {}
+/** gateway: the REST API, the registry's status projection and the query orchestration. */
+@Module({})
+export class GatewayModule {
+  /** `queryPath` provides QUERY_EMBEDDING, RETRIEVE_CALL, RERANK_CALL and GENERATE_CALL (local or gRPC). */
+  static register(queryPath: Type | DynamicModule): DynamicModule {
+    return {
+      module: GatewayModule,
+      imports: [multer, queryPath],
+      controllers: [DocumentsController, QueryController, HealthController],
+      providers: [
+        StatusConsumer,
+        { provide: AUTH, useFactory: (c: AppConfig) => new ApiKeyAuth(c.RAG_API_KEYS), inject: [CONFIG] },
+        {
+          provide: DocumentService,
+          useFactory: (r: Registry, b: Bus, c: AppConfig) => new DocumentService(r, b, c.RAG_MAX_BODY_BYTES),
+          inject: [REGISTRY, BUS, CONFIG],
+        },
+        {
+          provide: QueryOrchestrator,
+          useFactory: (e: QueryEmbeddingCall, r: RetrieveCall, rr: RerankCall, g: GenerateCall, c: AppConfig) =>
+            new QueryOrchestrator(e, r, rr, g, { topK: c.RAG_TOP_K, candidates: c.RAG_CANDIDATES, deadlineMs: c.RAG_DEADLINE_MS }),
+          inject: [QUERY_EMBEDDING, RETRIEVE_CALL, RERANK_CALL, GENERATE_CALL, CONFIG],
+        },
+      ],
+      exports: [DocumentService, QueryOrchestrator],
+    };
+  }
+}

@@ -13,6 +13,14 @@ export function configureHttp(app: INestApplication, config: AppConfig, version:
   const jsonLimit = Math.ceil(config.RAG_MAX_BODY_BYTES * 1.4) + 64 * 1024;
   app.use(express.json({ limit: jsonLimit, type: ['application/json', 'application/*+json'] }));
   app.use(express.urlencoded({ extended: false, limit: '1mb' }));
+  // body-parser failures are answered here, before routing, in the API's error format.
+  app.use((err: { type?: string; message?: string } | undefined, _req: Request, res: Response, next: NextFunction) => {
+    if (err?.type === 'entity.parse.failed') {
+      res.status(400).json({ error: { code: 'invalid_request', message: `malformed JSON body: ${err.message ?? ''}` } });
+    } else if (err?.type === 'entity.too.large') {
+      res.status(413).json({ error: { code: 'payload_too_large', message: `request body is larger than the limit of ${jsonLimit} bytes` } });
+    } else next(err);
+  });
   app.use((req: Request, res: Response, next: NextFunction) => {
     res.on('finish', () => {
       const route = (req.route as { path?: string } | undefined)?.path ?? 'unmatched';
