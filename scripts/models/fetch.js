@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+/* eslint-disable @typescript-eslint/no-require-imports -- plain CommonJS script, run by node directly */
 'use strict';
 /**
  * Fetches ONNX text models by package name and lays them out the way transformers.js loads them

@@ -35,11 +35,6 @@ const key = (field: number, wire: number) => varint(field * 8 + wire);
 const bytesField = (field: number, bytes: Uint8Array | number[]) => [...key(field, 2), ...varint(bytes.length), ...bytes];
 const stringField = (field: number, s: string) => bytesField(field, [...Buffer.from(s, 'utf8')]);
 const intField = (field: number, n: number) => [...key(field, 0), ...varint(n)];
-const floatField = (field: number, f: number) => {
-  const b = Buffer.alloc(4);
-  b.writeFloatLE(f);
-  return [...key(field, 5), ...b];
-};
 
 // onnx.proto field numbers
 const ATTR_INT = 2;

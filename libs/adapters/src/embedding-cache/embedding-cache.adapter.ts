@@ -23,8 +23,8 @@ export interface EmbeddingCacheStats {
   memoryEntries: number;
 }
 
-type Db = InstanceType<typeof Database>;
-type Statement = ReturnType<Db['prepare']>;
+type Db = Database.Database;
+type Statement = Database.Statement<unknown[]>;
 
 const LOOKUP_CHUNK = 500;
 
@@ -67,7 +67,7 @@ export class CachedEmbedder implements Embedder {
           created_at INTEGER NOT NULL,
           PRIMARY KEY (model_id, key)
         ) WITHOUT ROWID`);
-        this.insert = this.db.prepare('INSERT OR REPLACE INTO embedding_cache (model_id, key, dim, vector, created_at) VALUES (?, ?, ?, ?, ?)');
+        this.insert = this.db.prepare<unknown[]>('INSERT OR REPLACE INTO embedding_cache (model_id, key, dim, vector, created_at) VALUES (?, ?, ?, ?, ?)');
       } catch (e) {
         throw new AppError('unavailable', `embedding cache: cannot open SQLite file ${options.sqlitePath}: ${e instanceof Error ? e.message : String(e)}`);
       }
@@ -187,7 +187,7 @@ export class CachedEmbedder implements Embedder {
       const chunk = keys.slice(i, i + LOOKUP_CHUNK);
       let stmt = this.lookups.get(chunk.length);
       if (!stmt) {
-        stmt = this.db.prepare(
+        stmt = this.db.prepare<unknown[]>(
           `SELECT key, dim, vector FROM embedding_cache WHERE model_id = ? AND key IN (${chunk.map(() => '?').join(',')})`,
         );
         this.lookups.set(chunk.length, stmt);

@@ -25,11 +25,12 @@ export function createBus(config: AppConfig): Bus {
     partitions: config.RAG_BUS_PARTITIONS,
     maxAttempts: config.RAG_BUS_MAX_ATTEMPTS,
     retryBaseMs: config.RAG_BUS_RETRY_BASE_MS,
+    synchronous: config.RAG_SQLITE_SYNCHRONOUS,
   });
 }
 
 export function createRegistry(config: AppConfig): Registry {
-  return new SqliteRegistry({ dir: config.dataDir });
+  return new SqliteRegistry({ dir: config.dataDir, synchronous: config.RAG_SQLITE_SYNCHRONOUS });
 }
 
 export async function createEmbedder(config: AppConfig): Promise<Embedder> {
@@ -65,11 +66,12 @@ export function createVectorStore(config: AppConfig, embedder: Embedder): Vector
     m: config.RAG_HNSW_M,
     efConstruction: config.RAG_HNSW_EF_CONSTRUCTION,
     ef: config.RAG_HNSW_EF,
+    synchronous: config.RAG_SQLITE_SYNCHRONOUS,
   });
 }
 
 export function createKeywordIndex(config: AppConfig): KeywordIndex {
-  return new EmbeddedBm25KeywordIndex({ dir: config.dataDir });
+  return new EmbeddedBm25KeywordIndex({ dir: config.dataDir, synchronous: config.RAG_SQLITE_SYNCHRONOUS });
 }
 
 export async function createReranker(config: AppConfig): Promise<Reranker | null> {

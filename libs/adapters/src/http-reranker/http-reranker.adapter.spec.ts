@@ -34,7 +34,7 @@ describe('HttpReranker', () => {
 
   it('speaks TEI: POST /rerank {query, texts} → [{index, score}]', async () => {
     server = await startTestServer(tei);
-    const r = new HttpReranker({ flavor: 'tei', baseUrl: server.url });
+    const r = new HttpReranker({ baseUrl: server.url }); // tei is the default flavor
     const out = await r.rerank('password reset', CANDIDATES, 2);
 
     expect(r.id).toBe('http-reranker:tei');
@@ -51,7 +51,7 @@ describe('HttpReranker', () => {
     const r = new HttpReranker({ flavor: 'tei', baseUrl: server.url, teiBatchSize: 3 });
     const out = await r.rerank('password reset', CANDIDATES, 4);
     expect(server.requests.map((q) => (q.body as { texts: string[] }).texts.length)).toEqual([3, 1]);
-    expect(out.map((c) => c.document_id)).toEqual(['b', 'c', 'd', 'a']);
+    expect(out.map((c) => c.document_id)).toEqual(['b', 'c', 'a', 'd']);
   });
 
   it.each<[RerankFlavor, string]>([
@@ -67,7 +67,7 @@ describe('HttpReranker', () => {
     expect(req.path).toBe('/v1/rerank');
     expect(req.headers.authorization).toBe('Bearer key-1');
     expect(req.body).toMatchObject({ model, query: 'password reset', documents: CANDIDATES.map((c) => c.text), top_n: 3 });
-    expect(out.map((c) => c.document_id)).toEqual(['b', 'c', 'd']);
+    expect(out.map((c) => c.document_id)).toEqual(['b', 'c', 'a']);
     expect(out[0].score).toBeCloseTo(relevance('password reset', 'password reset steps') / 3, 10);
   });
 

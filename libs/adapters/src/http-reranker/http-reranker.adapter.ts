@@ -12,7 +12,8 @@ import { DEFAULT_RETRY_POLICY, type RetryPolicy, joinUrl, postJson } from '../ht
 export type RerankFlavor = 'tei' | 'cohere' | 'jina';
 
 export interface HttpRerankerOptions {
-  flavor: RerankFlavor;
+  /** Which API the server speaks (default `tei`). */
+  flavor?: RerankFlavor;
   /** Server root, e.g. `http://127.0.0.1:8082` (TEI), `https://api.cohere.com`, `https://api.jina.ai`. */
   baseUrl: string;
   /** Model name; required by Cohere and Jina, ignored by TEI (one model per server). */
@@ -47,25 +48,28 @@ const CohereResponse = z.object({
  */
 export class HttpReranker implements Reranker {
   readonly id: string;
+  readonly flavor: RerankFlavor;
   private readonly url: string;
   private readonly policy: RetryPolicy;
   private readonly teiBatchSize: number;
 
   constructor(private readonly options: HttpRerankerOptions) {
     if (!options.baseUrl) throw new AppError('invalid_request', 'HttpReranker needs baseUrl');
-    switch (options.flavor) {
+    const flavor = options.flavor ?? 'tei';
+    this.flavor = flavor;
+    switch (flavor) {
       case 'tei':
         this.url = joinUrl(options.baseUrl, '/rerank');
         break;
       case 'cohere':
       case 'jina':
-        if (!options.model) throw new AppError('invalid_request', `HttpReranker flavor ${options.flavor} needs a model name`);
+        if (!options.model) throw new AppError('invalid_request', `HttpReranker flavor ${flavor} needs a model name`);
         this.url = joinUrl(options.baseUrl, '/v1/rerank');
         break;
       default:
-        throw new AppError('invalid_request', `unknown rerank flavor ${String((options as { flavor: unknown }).flavor)}; use tei, cohere or jina`);
+        throw new AppError('invalid_request', `unknown rerank flavor ${String(flavor as unknown)}; use tei, cohere or jina`);
     }
-    this.id = `http-reranker:${options.flavor}${options.model ? `:${options.model}` : ''}`;
+    this.id = `http-reranker:${flavor}${options.model ? `:${options.model}` : ''}`;
     this.teiBatchSize = Math.max(1, Math.floor(options.teiBatchSize ?? 32));
     this.policy = {
       timeoutMs: options.timeoutMs ?? 10_000,
@@ -91,7 +95,7 @@ export class HttpReranker implements Reranker {
   /** Scores by candidate index; Cohere/Jina return only the top `topN`. */
   private async score(query: string, texts: string[], topN: number): Promise<Map<number, number>> {
     const scores = new Map<number, number>();
-    const flavor = this.options.flavor;
+    const flavor = this.flavor;
     switch (flavor) {
       case 'tei': {
         for (let start = 0; start < texts.length; start += this.teiBatchSize) {
@@ -124,10 +128,10 @@ export class HttpReranker implements Reranker {
   }
 
   private post(body: unknown): Promise<unknown> {
-    return postJson({ what: `rerank service (${this.options.flavor})`, url: this.url, body, apiKey: this.options.apiKey, headers: this.options.headers, policy: this.policy });
+    return postJson({ what: `rerank service (${this.flavor})`, url: this.url, body, apiKey: this.options.apiKey, headers: this.options.headers, policy: this.policy });
   }
 
   private shapeError(want: string, issue?: string): AppError {
-    return new AppError('unavailable', `rerank service (${this.options.flavor}) at ${this.url} answered an unexpected shape (want ${want})${issue ? `: ${issue}` : ''}`);
+    return new AppError('unavailable', `rerank service (${this.flavor}) at ${this.url} answered an unexpected shape (want ${want})${issue ? `: ${issue}` : ''}`);
   }
 }

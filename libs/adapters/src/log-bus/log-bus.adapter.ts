@@ -18,6 +18,8 @@ export interface LogBusOptions {
   /** How often idle consumers look for messages published by other processes. */
   pollMs?: number;
   logger?: Logger;
+  /** SQLite `synchronous` (default NORMAL: survives a killed process; FULL also survives power loss). */
+  synchronous?: 'NORMAL' | 'FULL';
 }
 
 interface Row {
@@ -64,7 +66,7 @@ export class SqliteLogBus implements Bus {
     if (opts.path !== ':memory:') mkdirSync(dirname(opts.path), { recursive: true });
     this.db = new Database(opts.path);
     this.db.pragma('journal_mode = WAL');
-    this.db.pragma('synchronous = NORMAL');
+    this.db.pragma(`synchronous = ${opts.synchronous ?? 'NORMAL'}`);
     this.db.pragma('busy_timeout = 5000');
     this.db.exec(`
       CREATE TABLE IF NOT EXISTS bus_messages (

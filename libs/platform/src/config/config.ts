@@ -57,6 +57,8 @@ export const ConfigSchema = z.object({
   RAG_HNSW_EF_CONSTRUCTION: int(200, 8, 4096),
   RAG_HNSW_EF: int(128, 8, 4096),
 
+  /** Embedded SQLite durability: NORMAL survives a killed process (WAL); FULL also survives power loss, slower. */
+  RAG_SQLITE_SYNCHRONOUS: z.enum(['NORMAL', 'FULL']).default('NORMAL'),
   RAG_BUS_PARTITIONS: int(4, 1, 256),
   RAG_BUS_MAX_ATTEMPTS: int(5, 1, 100),
   RAG_BUS_RETRY_BASE_MS: int(200, 1, 60_000),
