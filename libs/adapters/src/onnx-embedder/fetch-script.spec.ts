@@ -100,7 +100,7 @@ describe('scripts/models/fetch.js', () => {
     const first = await run(['bge-small-zh-v1.5-q', '--dir', dir], env);
     expect(first.stderr).toMatch(/SHA-1 verified/);
     expect(first.stderr).toMatch(/\(\d+ bytes\) 100%/); // progress with bytes and percent
-    expect(first.code).toBe(0);
+    expect(first.code, first.stderr).toBe(0);
     expect(first.stdout).toMatch(/^fetched\s+bge-small-zh-v1.5-q /m);
 
     const m = join(dir, 'bge-small-zh-v1.5-q');
@@ -128,7 +128,7 @@ describe('scripts/models/fetch.js', () => {
     const jarHits = () => s.hits.filter((h) => h.startsWith('GET') && h.endsWith('.jar')).length;
     expect(jarHits()).toBe(1);
     const second = await run(['BGE-small-zh-v1.5-q', '--dir', dir], env);
-    expect(second.code).toBe(0);
+    expect(second.code, second.stderr).toBe(0);
     expect(second.stdout).toMatch(/^cached\s+bge-small-zh-v1.5-q /m);
     expect(jarHits()).toBe(1);
 
@@ -166,8 +166,7 @@ describe('scripts/models/fetch.js', () => {
     add('tokenizer_config.json', JSON.stringify({ model_max_length: 512 }));
     add('onnx/model.onnx', onnx, true);
     const r = await run(['ms-marco-MiniLM-L-6-v2', '--dir', dir], { HF_ENDPOINT: s.url });
-    expect(r.stderr).toBe(r.stderr); // keep stderr in the failure output below
-    expect(r.code).toBe(0);
+    expect(r.code, r.stderr).toBe(0);
     const m = join(dir, 'ms-marco-minilm-l-6-v2');
     expect(readFileSync(join(m, 'onnx', 'model.onnx'))).toEqual(onnx);
     expect(JSON.parse(readFileSync(join(m, 'tokenizer_config.json'), 'utf8'))).toMatchObject({ pad_token: '[PAD]' });

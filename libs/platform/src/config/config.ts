@@ -59,6 +59,27 @@ export const ConfigSchema = z.object({
 
   /** Embedded SQLite durability: NORMAL survives a killed process (WAL); FULL also survives power loss, slower. */
   RAG_SQLITE_SYNCHRONOUS: z.enum(['NORMAL', 'FULL']).default('NORMAL'),
+  /** Where each part lives: embedded (one process, on-disk) or the distributed servers. */
+  RAG_BUS: z.enum(['embedded', 'kafka']).default('embedded'),
+  RAG_KAFKA_BROKERS: z.string().default('127.0.0.1:9092'),
+  RAG_KAFKA_CLIENT_ID: z.string().default('rag'),
+  RAG_VECTOR_STORE: z.enum(['embedded', 'milvus']).default('embedded'),
+  RAG_MILVUS_ADDRESS: z.string().default('127.0.0.1:19530'),
+  RAG_MILVUS_INDEX: z.enum(['HNSW', 'IVF_SQ8']).default('HNSW'),
+  RAG_MILVUS_NLIST: int(1024, 1, 65536),
+  RAG_MILVUS_NPROBE: int(16, 1, 65536),
+  RAG_KEYWORD_INDEX: z.enum(['embedded', 'opensearch', 'elasticsearch']).default('embedded'),
+  RAG_OPENSEARCH_URL: z.string().default('http://127.0.0.1:9200'),
+  RAG_ELASTICSEARCH_URL: z.string().default('http://127.0.0.1:9200'),
+  RAG_ELASTICSEARCH_API_KEY: optStr,
+  RAG_KEYWORD_INDEX_PREFIX: z.string().default('rag-chunks'),
+  /** gRPC addresses of the query-path services (distributed mode). */
+  RAG_EMBEDDER_GRPC: z.string().default('127.0.0.1:50051'),
+  RAG_RETRIEVER_GRPC: z.string().default('127.0.0.1:50052'),
+  RAG_RERANKER_GRPC: z.string().default('127.0.0.1:50053'),
+  RAG_GENERATOR_GRPC: z.string().default('127.0.0.1:50054'),
+  /** Port this process serves gRPC on (query-path services in distributed mode); 0 = none. */
+  RAG_GRPC_PORT: int(0, 0, 65535),
   RAG_BUS_PARTITIONS: int(4, 1, 256),
   RAG_BUS_MAX_ATTEMPTS: int(5, 1, 100),
   RAG_BUS_RETRY_BASE_MS: int(200, 1, 60_000),
