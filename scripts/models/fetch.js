@@ -128,10 +128,10 @@ const QUANTIZED_MODELS = EMBEDDING_MODELS.map((m) => ({
 }));
 
 /**
- * Cross-encoders: no reachable package registry ships one (Maven Central's langchain4j-onnx-scoring jar is
- * code only, ~11 KB; nothing on npm/PyPI/crates.io bundles ms-marco weights). These entries pull the
- * transformers.js-ready export from the Hugging Face hub and therefore need internet; they are fetched only
- * when named explicitly.
+ * Cross-encoders: no package found on the reachable registries ships one with weights (Maven Central's
+ * langchain4j-onnx-scoring jar is code only, ~11 KB; the PyPI reranking packages download weights at run
+ * time). These entries pull the transformers.js-ready export from the Hugging Face hub and therefore need
+ * internet; they are fetched only when named explicitly.
  */
 const CROSS_ENCODER_MODELS = [
   {
