@@ -118,7 +118,7 @@ export async function probeKafka(host, port, timeoutMs = 5000) {
     }
     if (!range) throw new Error('broker does not offer the Metadata API');
     // Non-flexible Metadata versions 1..8 are the ones encoded here.
-    const version = Math.min(Math.max(range.min, 1), 8, range.max);
+    const version = Math.min(8, range.max);
     if (version < range.min || version < 1) throw new Error(`no usable Metadata version in ${range.min}..${range.max}`);
     const parts = [Buffer.from([0, 0, 0, 0])]; // topics: empty array = no topic details
     if (version >= 4) parts.push(Buffer.from([0])); // allow_auto_topic_creation=false

@@ -203,7 +203,8 @@ launch() {
   echo $! >"$(pid_file "$name")"
 }
 
-rss_mb() { ps -o rss= -p "$1" 2>/dev/null | awk '{printf "%d", $1/1024}'; }
+# Resident memory of a PID plus its direct children (the Milvus launcher forwards for its child).
+rss_mb() { { ps -o rss= -p "$1"; ps -o rss= --ppid "$1"; } 2>/dev/null | awk '{s += $1} END {printf "%d", s / 1024}'; }
 
 stop_server() {
   local name=$1 pid file
@@ -292,10 +293,10 @@ EOF
 dep() { printf '    <dependency><groupId>%s</groupId><artifactId>%s</artifactId><version>%s</version></dependency>\n' "$1" "$2" "$3"; }
 
 fetch_kafka() {
-  maven_fetch kafka "$KAFKA_VERSION-log4j$LOG4J_VERSION" "$(
+  maven_fetch kafka "$KAFKA_VERSION-log4j$LOG4J_VERSION-slf4j1" "$(
     dep org.apache.kafka kafka_2.13 "$KAFKA_VERSION"
     dep org.apache.kafka kafka-tools "$KAFKA_VERSION"
-    dep org.apache.logging.log4j log4j-slf4j2-impl "$LOG4J_VERSION"
+    dep org.apache.logging.log4j log4j-slf4j-impl "$LOG4J_VERSION" # Kafka 4.x logs through SLF4J 1.7
     dep org.apache.logging.log4j log4j-core "$LOG4J_VERSION"
   )"
 }

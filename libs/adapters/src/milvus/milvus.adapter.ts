@@ -264,7 +264,8 @@ export class MilvusVectorStore implements VectorStore {
     const expr = buildMilvusExpr(req.scope, req.filters);
     if (expr === null) return [];
     await this.ensureReady();
-    const params = this.activeIndexType === 'HNSW' ? { ef: Math.min(MILVUS_MAX_TOPK, Math.max(this.ef, k)) } : { nprobe: Math.min(this.nprobe, this.nlist) };
+    const params: Record<string, number> =
+      this.activeIndexType === 'HNSW' ? { ef: Math.min(MILVUS_MAX_TOPK, Math.max(this.ef, k)) } : { nprobe: Math.min(this.nprobe, this.nlist) };
     const res = await this.call('search', this.timeoutMs, (timeout) =>
       this.client().search({
         collection_name: this.collection,
@@ -475,15 +476,14 @@ export class MilvusVectorStore implements VectorStore {
     let existing = await this.describeVectorIndex();
     if (!existing) {
       const res = await this.call('createIndex', this.adminTimeoutMs, (timeout) => this.client().createIndex(this.indexRequest(timeout)));
-      if (!statusOk(res)) {
-        existing = await this.describeVectorIndex(); // another process may have created it first
-        if (!existing) this.check('createIndex', res);
-      } else {
+      if (statusOk(res)) {
         this.activeIndexType = this.indexType;
         return;
       }
+      existing = await this.describeVectorIndex(); // another process may have created it first
+      if (!existing) throw new AppError('unavailable', `MilvusVectorStore(${this.collection}): createIndex failed: ${statusText(res)}`);
     }
-    const params = existing!.index_descriptions[0]!.params ?? [];
+    const params = existing.index_descriptions[0]!.params ?? [];
     const type = String(params.find((p) => p.key === 'index_type')?.value ?? '');
     if (type === 'HNSW' || type === 'IVF_SQ8') {
       if (type !== this.indexType) {

@@ -4,3 +4,4 @@ export * from './reranker.service';
 export * from './generator.service';
 export * from './embedding.service';
 export * from './query.orchestrator';
+export * from './query-rewriter';

@@ -1,14 +1,16 @@
 import { randomBytes } from 'node:crypto';
-import type { Citation, Degraded, Filters, QueryAnswer, RetrieveAnswer, ScoredChunk, SearchMode, SearchScope } from '@rag/contracts';
-import { normalizeQuery, validateFilterKeys } from '@rag/domain';
+import type { Citation, Degraded, Filters, QueryAnswer, RetrievalResult, RetrieveAnswer, ScoredChunk, SearchMode, SearchScope } from '@rag/contracts';
+import { normalizeQuery, reciprocalRankFusion, validateFilterKeys } from '@rag/domain';
 import { AppError, Logger, withDeadline } from '@rag/platform';
 import type { GenerateCall, QueryEmbeddingCall, RerankCall, RetrieveCall } from './query-path';
+import type { QueryRewriter } from './query-rewriter';
 import { round } from './retriever.service';
 
 export interface QueryOptions {
   topK: number;
   candidates: number;
   deadlineMs: number;
+  rrfK?: number;
 }
 
 export interface QueryRequest {
@@ -30,6 +32,7 @@ export class QueryOrchestrator {
     private readonly reranker: RerankCall,
     private readonly generator: GenerateCall,
     private readonly opts: QueryOptions,
+    private readonly rewriter?: QueryRewriter,
   ) {}
 
   private checkFilters(filters?: Filters): void {
@@ -47,24 +50,39 @@ export class QueryOrchestrator {
     const mode = req.mode ?? 'hybrid';
     const query = normalizeQuery(req.question);
 
-    let vector: Float32Array | undefined;
-    if (mode !== 'keyword') {
-      const t0 = performance.now();
-      try {
-        vector = await withDeadline('query embedding', this.opts.deadlineMs, (signal) => this.embedder.embedQuery(query, signal));
-      } catch (e) {
-        this.log.warn('query embedding failed; dense search skipped', { error: String(e), trace_id: traceId });
-        degraded.add('dense');
-      }
-      timings.embed = round(performance.now() - t0);
-    }
     const wantRerank = req.rerank ?? this.reranker.available;
-    const retrieved = await withDeadline('retrieval', this.opts.deadlineMs, (signal) =>
-      this.retriever.retrieve(
-        { query, vector, top_k: wantRerank ? Math.max(topK, this.opts.candidates) : topK, candidates: this.opts.candidates, filters: req.filters, mode, scope },
-        signal,
-      ),
+    const k = wantRerank ? Math.max(topK, this.opts.candidates) : topK;
+
+    // Optional LLM preprocessing: extra phrasings (multi-query) and a hypothetical passage for dense search (HyDE).
+    const variants: { query: string; denseText: string }[] = [{ query, denseText: query }];
+    if (this.rewriter?.active) {
+      const t0 = performance.now();
+      const rw = await this.rewriter.rewrite(query);
+      rw.degraded.forEach((d) => degraded.add(d));
+      if (rw.hyde) variants[0]!.denseText = rw.hyde;
+      for (const q of rw.expansions) variants.push({ query: q, denseText: q });
+      timings.rewrite = round(performance.now() - t0);
+    }
+
+    const runs = await Promise.all(
+      variants.map(async (v, i) => {
+        let vector: Float32Array | undefined;
+        if (mode !== 'keyword') {
+          const t0 = performance.now();
+          try {
+            vector = await withDeadline('query embedding', this.opts.deadlineMs, (signal) => this.embedder.embedQuery(v.denseText, signal));
+          } catch (e) {
+            this.log.warn('query embedding failed; dense search skipped', { error: String(e), trace_id: traceId });
+            degraded.add('dense');
+          }
+          if (i === 0) timings.embed = round(performance.now() - t0);
+        }
+        return withDeadline('retrieval', this.opts.deadlineMs, (signal) =>
+          this.retriever.retrieve({ query: v.query, vector, top_k: k, candidates: this.opts.candidates, filters: req.filters, mode, scope }, signal),
+        );
+      }),
     );
+    const retrieved = runs.length === 1 ? runs[0]! : fuseRuns(runs, this.opts.rrfK ?? 60, k);
     Object.assign(timings, retrieved.timings_ms);
     retrieved.degraded.forEach((d) => degraded.add(d));
     let chunks = retrieved.results;
@@ -120,4 +138,21 @@ export class QueryOrchestrator {
       trace_id: traceId,
     };
   }
+}
+
+/** Fuses the results of several query variants with RRF over chunk ids (the original query's run first). */
+function fuseRuns(runs: RetrievalResult[], rrfK: number, limit: number): RetrievalResult {
+  const byId = new Map<string, ScoredChunk>();
+  for (const r of runs) for (const c of r.results) if (!byId.has(c.chunk_id)) byId.set(c.chunk_id, c);
+  const fused = reciprocalRankFusion(
+    runs.map((r, i) => ({ name: `q${i}`, hits: r.results.map((c) => ({ id: c.chunk_id, score: c.score })) })),
+    { k: rrfK, limit },
+  );
+  const timings: Record<string, number> = {};
+  for (const r of runs) for (const [stage, ms] of Object.entries(r.timings_ms)) timings[stage] = Math.max(timings[stage] ?? 0, ms);
+  return {
+    results: fused.map((f) => ({ ...byId.get(f.id)!, score: f.score })),
+    degraded: [...new Set(runs.flatMap((r) => r.degraded))],
+    timings_ms: timings,
+  };
 }

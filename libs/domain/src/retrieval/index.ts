@@ -2,3 +2,4 @@ export * from './rrf';
 export * from './version-fence';
 export * from './parents';
 export * from './normalize-query';
+export * from './query-expansion';

@@ -41,6 +41,9 @@ export const ConfigSchema = z.object({
   RAG_LLM_API_KEY: optStr,
   RAG_LLM_MODEL: z.string().default('gpt-4o-mini'),
   RAG_LLM_TIMEOUT_MS: int(30_000, 100),
+  /** LLM query preprocessing: multi-query expansion and/or HyDE (needs RAG_LLM). */
+  RAG_QUERY_EXPANSION: z.enum(['none', 'multi', 'hyde', 'multi+hyde']).default('none'),
+  RAG_QUERY_EXPANSIONS: int(3, 1, 10),
 
   RAG_CHUNK_TOKENS: int(200, 16, 8192),
   RAG_CHUNK_OVERLAP_TOKENS: int(30, 0, 4096),
@@ -113,6 +116,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   if (cfg.RAG_EMBEDDER === 'http' && !cfg.RAG_EMBEDDING_URL) problems.push('RAG_EMBEDDER=http needs RAG_EMBEDDING_URL');
   if (cfg.RAG_RERANKER === 'http' && !cfg.RAG_RERANKER_URL) problems.push('RAG_RERANKER=http needs RAG_RERANKER_URL');
   if (cfg.RAG_LLM === 'openai' && !cfg.RAG_LLM_BASE_URL) problems.push('RAG_LLM=openai needs RAG_LLM_BASE_URL');
+  if (cfg.RAG_QUERY_EXPANSION !== 'none' && cfg.RAG_LLM === 'none') problems.push(`RAG_QUERY_EXPANSION=${cfg.RAG_QUERY_EXPANSION} needs an LLM (RAG_LLM=openai)`);
   if (cfg.RAG_CHUNK_OVERLAP_TOKENS >= cfg.RAG_CHUNK_TOKENS) problems.push('RAG_CHUNK_OVERLAP_TOKENS must be smaller than RAG_CHUNK_TOKENS');
   if (!isLoopback(cfg.RAG_HOST) && !cfg.RAG_API_KEYS) {
     problems.push(`RAG_HOST=${cfg.RAG_HOST} is not loopback: set RAG_API_KEYS (anonymous access is only allowed on 127.0.0.1)`);

@@ -1,9 +1,9 @@
 import { Inject, Injectable, Module, type DynamicModule, type OnModuleInit, type Type } from '@nestjs/common';
 import { MulterModule } from '@nestjs/platform-express';
-import { DocumentService, QueryOrchestrator, StatusProjector, type GenerateCall, type QueryEmbeddingCall, type RerankCall, type RetrieveCall } from '@rag/application';
+import { DocumentService, QueryOrchestrator, QueryRewriter, StatusProjector, type GenerateCall, type QueryEmbeddingCall, type RerankCall, type RetrieveCall } from '@rag/application';
 import { Topic } from '@rag/contracts';
 import type { AppConfig } from '@rag/platform';
-import { BUS, REGISTRY, type Bus, type Registry } from '@rag/ports';
+import { BUS, LLM, REGISTRY, type Bus, type Llm, type Registry } from '@rag/ports';
 import { subscribeStage } from '../core/bus-consumer';
 import { CONFIG, GENERATE_CALL, QUERY_EMBEDDING, RERANK_CALL, RETRIEVE_CALL } from '../core/tokens';
 import { ApiKeyAuth } from './auth';
@@ -48,9 +48,16 @@ export class GatewayModule {
         },
         {
           provide: QueryOrchestrator,
-          useFactory: (e: QueryEmbeddingCall, r: RetrieveCall, rr: RerankCall, g: GenerateCall, c: AppConfig) =>
-            new QueryOrchestrator(e, r, rr, g, { topK: c.RAG_TOP_K, candidates: c.RAG_CANDIDATES, deadlineMs: c.RAG_DEADLINE_MS }),
-          inject: [QUERY_EMBEDDING, RETRIEVE_CALL, RERANK_CALL, GENERATE_CALL, CONFIG],
+          useFactory: (e: QueryEmbeddingCall, r: RetrieveCall, rr: RerankCall, g: GenerateCall, c: AppConfig, llm: Llm | null) =>
+            new QueryOrchestrator(
+              e,
+              r,
+              rr,
+              g,
+              { topK: c.RAG_TOP_K, candidates: c.RAG_CANDIDATES, deadlineMs: c.RAG_DEADLINE_MS, rrfK: c.RAG_RRF_K },
+              new QueryRewriter(llm, { expansion: c.RAG_QUERY_EXPANSION, count: c.RAG_QUERY_EXPANSIONS, timeoutMs: c.RAG_LLM_TIMEOUT_MS }),
+            ),
+          inject: [QUERY_EMBEDDING, RETRIEVE_CALL, RERANK_CALL, GENERATE_CALL, CONFIG, { token: LLM, optional: true }],
         },
       ],
       exports: [DocumentService, QueryOrchestrator],

@@ -1,0 +1,103 @@
+import type { BusMessage, MessageHandler } from '@rag/ports';
+import { NonRetryableError } from '@rag/ports';
+
+export interface RetryPolicy {
+  /** Deliveries of one message before it goes to the DLQ (1 = no retry). */
+  maxAttempts: number;
+  retryBaseMs: number;
+  retryMaxMs: number;
+}
+
+/** Exponential backoff before delivery `attempt + 1`: base · 2^(attempt−1), capped. */
+export function backoffMs(attempt: number, policy: Pick<RetryPolicy, 'retryBaseMs' | 'retryMaxMs'>): number {
+  return Math.min(policy.retryMaxMs, policy.retryBaseMs * 2 ** Math.max(0, attempt - 1));
+}
+
+export type DeliveryOutcome =
+  /** The handler resolved: commit. */
+  | { kind: 'done'; attempts: number }
+  /** Failed validation (NonRetryableError) or kept failing: dead-letter it, then commit. */
+  | { kind: 'dead'; attempts: number; reason: string; nonRetryable: boolean }
+  /** The bus is closing: neither commit nor dead-letter, so the message is delivered again (at-least-once). */
+  | { kind: 'aborted'; attempts: number };
+
+export interface DeliveryHooks {
+  /** Sleeps between attempts; resolves early when the bus closes. */
+  sleep(ms: number): Promise<void>;
+  isClosing(): boolean;
+  onRetry?(attempt: number, delayMs: number, reason: string): void;
+}
+
+export const isNonRetryable = (e: unknown): boolean =>
+  e instanceof NonRetryableError || (e instanceof Error && (e as Error & { code?: unknown }).code === 'NON_RETRYABLE');
+
+const reasonOf = (e: unknown): string => (e instanceof Error ? e.message : String(e));
+
+/**
+ * Runs a handler on one message with the bus's retry policy — the same rules as the embedded log bus: retry with
+ * exponential backoff up to `maxAttempts`, a NonRetryableError goes to the DLQ at once, and closing the bus stops
+ * retrying without committing.
+ */
+export async function deliverWithRetries(
+  handler: MessageHandler,
+  message: Omit<BusMessage, 'attempt'>,
+  policy: RetryPolicy,
+  hooks: DeliveryHooks,
+): Promise<DeliveryOutcome> {
+  let reason = 'unknown error';
+  for (let attempt = 1; attempt <= policy.maxAttempts; attempt++) {
+    if (hooks.isClosing()) return { kind: 'aborted', attempts: attempt - 1 };
+    try {
+      await handler({ ...message, attempt });
+      return { kind: 'done', attempts: attempt };
+    } catch (e) {
+      reason = reasonOf(e);
+      if (hooks.isClosing()) return { kind: 'aborted', attempts: attempt };
+      if (isNonRetryable(e)) return { kind: 'dead', attempts: attempt, reason, nonRetryable: true };
+      if (attempt < policy.maxAttempts) {
+        const delay = backoffMs(attempt, policy);
+        hooks.onRetry?.(attempt, delay, reason);
+        await hooks.sleep(delay);
+      }
+    }
+  }
+  return { kind: 'dead', attempts: policy.maxAttempts, reason, nonRetryable: false };
+}
+
+/** Kafka header values (Buffer, string or arrays of them) as plain strings; the last value wins for repeated headers. */
+export function decodeHeaders(headers: Record<string, Buffer | string | (Buffer | string)[] | undefined> | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(headers ?? {})) {
+    if (v === undefined) continue;
+    const last = Array.isArray(v) ? v[v.length - 1] : v;
+    if (last === undefined) continue;
+    out[k] = typeof last === 'string' ? last : last.toString('utf8');
+  }
+  return out;
+}
+
+/** A message value as JSON, or the raw text when it is not JSON (the handler's validation then rejects it). */
+export function decodeValue(value: Buffer | null): unknown {
+  if (value === null) return null;
+  const text = value.toString('utf8');
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
+  }
+}
+
+/** The offset to commit after `offset` was handled (Kafka commits the next offset to read). */
+export const nextOffset = (offset: string): string => (BigInt(offset) + 1n).toString();
+
+/**
+ * Unconsumed messages of one partition: high watermark minus the committed offset; a group that never committed
+ * starts at the low watermark (consumers subscribe from the beginning).
+ */
+export function partitionLag(p: { high: string; low: string; committed: string | null }): number {
+  const high = BigInt(p.high);
+  const low = BigInt(p.low);
+  const committed = p.committed === null || BigInt(p.committed) < 0n ? low : BigInt(p.committed);
+  const start = committed < low ? low : committed;
+  return Number(high > start ? high - start : 0n);
+}

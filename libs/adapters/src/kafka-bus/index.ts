@@ -1,0 +1,2 @@
+export * from './kafka-bus.adapter';
+export { backoffMs, decodeHeaders, decodeValue, deliverWithRetries, nextOffset, partitionLag, type DeliveryOutcome, type RetryPolicy } from './delivery';
