@@ -1,5 +1,5 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import type { SearchMode } from '@rag/contracts';
 import { answerContainsGold, evaluateRun, parseQrels } from '@rag/domain';
 import { ingest } from './ingest';
@@ -11,6 +11,13 @@ export interface EvalQuery {
   _id: string;
   text: string;
   answers?: string[];
+}
+
+/** A question the corpus cannot answer: the platform should refuse it. */
+export interface OodQuestion {
+  _id: string;
+  text: string;
+  lang: 'en' | 'zh';
 }
 
 export type EvalMode = SearchMode | 'hybrid+rerank';
@@ -31,6 +38,48 @@ export function readDataset(dir: string) {
   return { corpusPath: join(dir, 'corpus.jsonl'), queries, qrels };
 }
 
+/** The repository root: the nearest folder above this file holding both package.json and nx.json (works from src/ and dist/). */
+export function repoRoot(from: string = __dirname): string {
+  let dir = resolve(from);
+  for (;;) {
+    if (existsSync(join(dir, 'package.json')) && existsSync(join(dir, 'nx.json'))) return dir;
+    const up = dirname(dir);
+    if (up === dir) return resolve(from);
+    dir = up;
+  }
+}
+
+/** The default OOD question set of a dataset: `<repo>/test/fixtures/ood/<dataset folder name>.jsonl`, when it exists. */
+export function defaultOodFile(datasetDir: string): string | undefined {
+  const f = join(repoRoot(), 'test', 'fixtures', 'ood', `${basename(resolve(datasetDir))}.jsonl`);
+  return existsSync(f) ? f : undefined;
+}
+
+/** Reads an OOD question file (one `{_id, text, lang: "en"|"zh"}` per line); throws naming the first bad line. */
+export function readOodQuestions(file: string): OodQuestion[] {
+  if (!existsSync(file)) throw new Error(`--ood: ${file} does not exist`);
+  const out: OodQuestion[] = [];
+  readFileSync(file, 'utf8')
+    .split('\n')
+    .forEach((line, i) => {
+      if (!line.trim()) return;
+      let v: unknown;
+      try {
+        v = JSON.parse(line);
+      } catch {
+        throw new Error(`${file}:${i + 1}: not JSON`);
+      }
+      const o = (typeof v === 'object' && v !== null ? v : {}) as Record<string, unknown>;
+      const { _id, text, lang } = o;
+      if (typeof _id !== 'string' || typeof text !== 'string' || !text.trim() || (lang !== 'en' && lang !== 'zh')) {
+        throw new Error(`${file}:${i + 1}: expected {"_id": string, "text": string, "lang": "en"|"zh"}`);
+      }
+      out.push({ _id, text, lang });
+    });
+  if (out.length === 0) throw new Error(`${file}: no questions`);
+  return out;
+}
+
 /** Ingests the corpus through the real pipeline (idempotent: unchanged documents are skipped). */
 export async function ingestDataset(client: PlatformClient, dir: string): Promise<void> {
   const { docs, problems } = collectSources([join(dir, 'corpus.jsonl')]);
@@ -41,17 +90,33 @@ export async function ingestDataset(client: PlatformClient, dir: string): Promis
   }
 }
 
-/** Runs every query through the real retrieval path (and the answerer when queries carry gold answers). */
-export async function evaluateMode(client: PlatformClient, dir: string, mode: EvalMode, opts: { answers: boolean; limit?: number }) {
+export interface EvaluateModeOptions {
+  /** Run the answer pass: ask every judged query (in-domain refusal rate; answer-gold metrics where queries carry `answers`). */
+  answers: boolean;
+  limit?: number;
+  /** Out-of-domain questions to ask through the answer path (refusal rate); none or empty skips them. */
+  ood?: readonly OodQuestion[];
+}
+
+const round = (x: number) => Math.round(x * 10000) / 10000;
+
+/**
+ * Runs every judged query through the real retrieval path and, unless `answers` is off, through the answer path
+ * (`in_domain_refused_rate`; gold-answer metrics when the queries carry `answers`); then asks the OOD questions
+ * (`ood_refused_rate`, the share refused, overall and per language).
+ */
+export async function evaluateMode(client: PlatformClient, dir: string, mode: EvalMode, opts: EvaluateModeOptions) {
   const { queries, qrels } = readDataset(dir);
   const judged = queries.filter((q) => qrels.has(q._id)).slice(0, opts.limit ?? Infinity);
   const run = new Map<string, string[]>();
   const progress = new Progress(`eval ${mode}`, judged.length);
   const searchMode: SearchMode = mode === 'hybrid+rerank' ? 'hybrid' : mode;
-  let answered = 0;
+  let asked = 0;
+  let refused = 0;
+  let withGold = 0;
   let containsGold = 0;
   let firstCitationGold = 0;
-  let refused = 0;
+  let refusedWithGold = 0;
   const latencies: number[] = [];
   for (const [i, q] of judged.entries()) {
     const t0 = performance.now();
@@ -60,26 +125,59 @@ export async function evaluateMode(client: PlatformClient, dir: string, mode: Ev
     const seen = new Set<string>();
     for (const x of r.results) seen.add(x.document_id);
     run.set(q._id, [...seen]);
-    if (opts.answers && q.answers?.length) {
+    if (opts.answers) {
       const a = await client.ask(q.text, { mode: searchMode });
-      answered++;
+      asked++;
       if (a.refused) refused++;
-      if (answerContainsGold(a.answer, q.answers)) containsGold++;
-      const first = a.citations[0];
-      if (first && (qrels.get(q._id)?.get(first.document_id) ?? 0) > 0) firstCitationGold++;
+      if (q.answers?.length) {
+        withGold++;
+        if (a.refused) refusedWithGold++;
+        if (answerContainsGold(a.answer, q.answers)) containsGold++;
+        const first = a.citations[0];
+        if (first && (qrels.get(q._id)?.get(first.document_id) ?? 0) > 0) firstCitationGold++;
+      }
     }
     progress.update(i + 1);
   }
   progress.finish(judged.length);
-  const metrics = evaluateRun(run, qrels);
+  // Score only the queries that ran, so --limit gives the mean over those rather than diluting it over all judged queries.
+  const metrics = evaluateRun(run, qrels, { queryIds: judged.map((q) => q._id) });
   latencies.sort((a, b) => a - b);
-  const round = (x: number) => Math.round(x * 10000) / 10000;
+  const ood = opts.ood?.length ? await askOod(client, mode, searchMode, opts.ood) : undefined;
   return {
     mode,
     ...Object.fromEntries(Object.entries(metrics).map(([k, v]) => [k, typeof v === 'number' ? round(v) : v])),
-    ...(answered
-      ? { answers: answered, answer_contains_gold: round(containsGold / answered), first_citation_gold: round(firstCitationGold / answered), refused_rate: round(refused / answered) }
+    ...(withGold
+      ? {
+          answers: withGold,
+          answer_contains_gold: round(containsGold / withGold),
+          first_citation_gold: round(firstCitationGold / withGold),
+          refused_rate: round(refusedWithGold / withGold),
+        }
       : {}),
+    ...(asked ? { in_domain_asked: asked, in_domain_refused_rate: round(refused / asked) } : {}),
+    ...(ood ?? {}),
     retrieve_p50_ms: round(latencies[Math.floor(latencies.length * 0.5)] ?? 0),
+  };
+}
+
+/** Asks every OOD question through the answer path; the share refused, overall and per language (higher is better). */
+async function askOod(client: PlatformClient, mode: EvalMode, searchMode: SearchMode, questions: readonly OodQuestion[]) {
+  const progress = new Progress(`eval ${mode} ood`, questions.length);
+  const asked = { en: 0, zh: 0 };
+  const refused = { en: 0, zh: 0 };
+  for (const [i, q] of questions.entries()) {
+    const a = await client.ask(q.text, { mode: searchMode });
+    asked[q.lang]++;
+    if (a.refused) refused[q.lang]++;
+    progress.update(i + 1);
+  }
+  progress.finish(questions.length);
+  const rate = (r: number, n: number) => (n ? round(r / n) : null);
+  return {
+    ood_questions: questions.length,
+    ood_refused_rate: rate(refused.en + refused.zh, asked.en + asked.zh),
+    ood_refused_rate_en: rate(refused.en, asked.en),
+    ood_refused_rate_zh: rate(refused.zh, asked.zh),
   };
 }

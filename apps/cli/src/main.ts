@@ -1,10 +1,10 @@
 import 'reflect-metadata';
-import { basename, join } from 'node:path';
+import { basename, isAbsolute, join, relative, resolve } from 'node:path';
 import { Command, Option } from 'commander';
 import type { SearchMode } from '@rag/contracts';
 import { ConfigError, loadConfig, setLogLevel, type AppConfig } from '@rag/platform';
 import { createEmbeddedContext, lockDataDir, runEmbedded } from '@rag/services';
-import { evaluateMode, ingestDataset, readDataset, type EvalMode } from './eval';
+import { defaultOodFile, evaluateMode, ingestDataset, readDataset, readOodQuestions, repoRoot, type EvalMode } from './eval';
 import { ingest } from './ingest';
 import { HttpClient, InProcessClient, type PlatformClient } from './platform-client';
 import { collectSources } from './sources';
@@ -115,15 +115,27 @@ program
 
 program
   .command('eval')
-  .description('ingest a BEIR dataset through the real pipeline and score retrieval; prints one JSON line per mode')
+  .description(
+    'ingest a BEIR dataset through the real pipeline and score retrieval, answers and refusals (in-domain and out-of-domain); prints one JSON line per mode',
+  )
   .requiredOption('--dataset <dir>', 'folder with corpus.jsonl, queries.jsonl, qrels/*.tsv')
   .addOption(new Option('--mode <mode>', 'retrieval mode').choices(['keyword', 'dense', 'hybrid', 'hybrid+rerank']).default('hybrid'))
   .option('--compare', 'run every mode side by side')
-  .option('--no-answers', 'skip answer metrics even when queries carry gold answers')
+  .option('--no-answers', 'skip the answer pass (in-domain refusal rate, and gold-answer metrics where queries carry answers)')
   .option('--limit <n>', 'evaluate the first n judged queries only', (v) => Number(v))
-  .action(async (opts: { dataset: string; mode: EvalMode; compare?: boolean; answers: boolean; limit?: number }) => {
+  .option(
+    '--ood <file>',
+    'out-of-domain questions ({_id,text,lang} per line) to ask through the answer path; the refused share is ood_refused_rate (default: test/fixtures/ood/<dataset folder name>.jsonl in this repository, when it exists)',
+  )
+  .option('--no-ood', 'skip the out-of-domain refusal measurement')
+  .action(async (opts: { dataset: string; mode: EvalMode; compare?: boolean; answers: boolean; limit?: number; ood?: string | boolean }) => {
     setLogLevel('warn');
     readDataset(opts.dataset);
+    if (opts.limit !== undefined && !(Number.isInteger(opts.limit) && opts.limit > 0)) throw new Error('--limit must be a positive integer');
+    const oodFile = typeof opts.ood === 'string' ? resolve(opts.ood) : opts.ood === false ? undefined : defaultOodFile(opts.dataset);
+    const ood = oodFile ? readOodQuestions(oodFile) : [];
+    if (oodFile) process.stderr.write(`eval: ${ood.length} out-of-domain questions from ${oodFile}\n`);
+    else if (opts.ood !== false) process.stderr.write(`eval: no out-of-domain question set for ${basename(resolve(opts.dataset))} (pass --ood <file>)\n`);
     const base = config();
     // Each dataset gets its own data folder so evaluation never touches the platform's own documents.
     const cfg = config({ RAG_DATA_DIR: join(base.dataDir, 'eval', basename(opts.dataset)), RAG_CANDIDATES: Math.max(base.RAG_CANDIDATES, 100) });
@@ -134,16 +146,28 @@ program
       const modes: EvalMode[] = opts.compare
         ? ['keyword', 'dense', 'hybrid', ...(cfg.RAG_RERANKER !== 'none' ? (['hybrid+rerank'] as const) : [])]
         : [opts.mode];
-      const hasAnswers = readDataset(opts.dataset).queries.some((q) => q.answers?.length);
       for (const mode of modes) {
-        const result = await evaluateMode(client, opts.dataset, mode, { answers: opts.answers && hasAnswers, limit: opts.limit });
-        process.stdout.write(JSON.stringify({ dataset: basename(opts.dataset), embedder: cfg.RAG_EMBEDDER === 'onnx' ? cfg.RAG_EMBEDDING_MODEL : cfg.RAG_EMBEDDER, ...result }) + '\n');
+        const result = await evaluateMode(client, opts.dataset, mode, { answers: opts.answers, limit: opts.limit, ood });
+        process.stdout.write(
+          JSON.stringify({
+            dataset: basename(opts.dataset),
+            embedder: cfg.RAG_EMBEDDER === 'onnx' ? cfg.RAG_EMBEDDING_MODEL : cfg.RAG_EMBEDDER,
+            ...result,
+            ...(oodFile ? { ood_file: displayPath(oodFile) } : {}),
+          }) + '\n',
+        );
       }
     } finally {
       await client.close();
       unlock();
     }
   });
+
+/** A path relative to the repository root when it lies inside it, else absolute. */
+function displayPath(file: string): string {
+  const rel = relative(repoRoot(), file);
+  return rel && !rel.startsWith('..') && !isAbsolute(rel) ? rel : file;
+}
 
 program.parseAsync(process.argv).catch((e: unknown) => {
   process.stderr.write(`rag: ${e instanceof Error ? e.message : String(e)}\n`);

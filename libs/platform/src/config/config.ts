@@ -54,7 +54,7 @@ export const ConfigSchema = z.object({
   RAG_KEYWORD_WEIGHT: num(1, 0, 100),
   RAG_CANDIDATES: int(50, 1, 1000),
   RAG_TOP_K: int(5, 1, 100),
-  RAG_REFUSAL_THRESHOLD: num(0.5, 0, 1),
+  RAG_REFUSAL_THRESHOLD: num(0.45, 0, 1),
 
   RAG_HNSW_M: int(16, 4, 128),
   RAG_HNSW_EF_CONSTRUCTION: int(200, 8, 4096),
