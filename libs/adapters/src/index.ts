@@ -10,3 +10,7 @@ export * from './http-reranker';
 export * from './openai-llm';
 export * from './log-bus';
 export * from './factory';
+export * from './milvus';
+export * from './keyword-search-core';
+export * from './opensearch';
+export * from './elasticsearch';

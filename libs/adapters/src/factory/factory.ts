@@ -4,6 +4,9 @@ import type { Bus, Embedder, KeywordIndex, Llm, Registry, Reranker, VectorStore 
 import { CrossEncoderReranker } from '../cross-encoder';
 import { EmbeddedBm25KeywordIndex } from '../embedded-bm25';
 import { EmbeddedHnswVectorStore } from '../embedded-hnsw';
+import { ElasticsearchKeywordIndex } from '../elasticsearch';
+import { MilvusVectorStore } from '../milvus';
+import { OpenSearchKeywordIndex } from '../opensearch';
 import { CachedEmbedder } from '../embedding-cache';
 import { HashingEmbedder } from '../hashing-embedder';
 import { HttpEmbedder } from '../http-embedder';
@@ -59,19 +62,51 @@ export async function createEmbedder(config: AppConfig): Promise<Embedder> {
 }
 
 export function createVectorStore(config: AppConfig, embedder: Embedder): VectorStore {
-  return new EmbeddedHnswVectorStore({
-    dir: join(config.dataDir, 'vectors'),
-    modelId: embedder.modelId,
-    dim: embedder.dim,
-    m: config.RAG_HNSW_M,
-    efConstruction: config.RAG_HNSW_EF_CONSTRUCTION,
-    ef: config.RAG_HNSW_EF,
-    synchronous: config.RAG_SQLITE_SYNCHRONOUS,
-  });
+  const kind = config.RAG_VECTOR_STORE;
+  switch (kind) {
+    case 'embedded':
+      return new EmbeddedHnswVectorStore({
+        dir: join(config.dataDir, 'vectors'),
+        modelId: embedder.modelId,
+        dim: embedder.dim,
+        m: config.RAG_HNSW_M,
+        efConstruction: config.RAG_HNSW_EF_CONSTRUCTION,
+        ef: config.RAG_HNSW_EF,
+        synchronous: config.RAG_SQLITE_SYNCHRONOUS,
+      });
+    case 'milvus':
+      return new MilvusVectorStore({
+        address: config.RAG_MILVUS_ADDRESS,
+        modelId: embedder.modelId,
+        dim: embedder.dim,
+        indexType: config.RAG_MILVUS_INDEX,
+        m: config.RAG_HNSW_M,
+        efConstruction: config.RAG_HNSW_EF_CONSTRUCTION,
+        ef: config.RAG_HNSW_EF,
+        nlist: config.RAG_MILVUS_NLIST,
+        nprobe: config.RAG_MILVUS_NPROBE,
+      });
+    default:
+      return unknown('RAG_VECTOR_STORE', kind);
+  }
 }
 
 export function createKeywordIndex(config: AppConfig): KeywordIndex {
-  return new EmbeddedBm25KeywordIndex({ dir: config.dataDir, synchronous: config.RAG_SQLITE_SYNCHRONOUS });
+  const kind = config.RAG_KEYWORD_INDEX;
+  switch (kind) {
+    case 'embedded':
+      return new EmbeddedBm25KeywordIndex({ dir: config.dataDir, synchronous: config.RAG_SQLITE_SYNCHRONOUS });
+    case 'opensearch':
+      return new OpenSearchKeywordIndex({ node: config.RAG_OPENSEARCH_URL, prefix: config.RAG_KEYWORD_INDEX_PREFIX });
+    case 'elasticsearch':
+      return new ElasticsearchKeywordIndex({
+        node: config.RAG_ELASTICSEARCH_URL,
+        apiKey: config.RAG_ELASTICSEARCH_API_KEY,
+        prefix: config.RAG_KEYWORD_INDEX_PREFIX,
+      });
+    default:
+      return unknown('RAG_KEYWORD_INDEX', kind);
+  }
 }
 
 export async function createReranker(config: AppConfig): Promise<Reranker | null> {

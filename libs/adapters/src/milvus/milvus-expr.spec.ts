@@ -70,18 +70,18 @@ describe('milvus expression builder', () => {
       expect(buildMilvusExpr({ tenant: 'acme' })).toBe('tenant == "acme"');
     });
 
-    it('ACL: the wildcard plus every principal, via json_contains_any', () => {
+    it('ACL: the wildcard plus every principal, via array_contains_any', () => {
       expect(buildMilvusExpr({ tenant: 'acme', principals: ['g:eng', 'u:bob'] })).toBe(
-        'tenant == "acme" && json_contains_any(acl, ["*", "g:eng", "u:bob"])',
+        'tenant == "acme" && array_contains_any(acl, ["*", "g:eng", "u:bob"])',
       );
     });
 
     it('empty principals still admit public chunks only', () => {
-      expect(buildMilvusExpr({ tenant: 't', principals: [] })).toBe('tenant == "t" && json_contains_any(acl, ["*"])');
+      expect(buildMilvusExpr({ tenant: 't', principals: [] })).toBe('tenant == "t" && array_contains_any(acl, ["*"])');
     });
 
     it('does not repeat the wildcard when a caller passes it as a principal', () => {
-      expect(buildMilvusExpr({ tenant: 't', principals: ['*', 'a'] })).toBe('tenant == "t" && json_contains_any(acl, ["*", "a"])');
+      expect(buildMilvusExpr({ tenant: 't', principals: ['*', 'a'] })).toBe('tenant == "t" && array_contains_any(acl, ["*", "a"])');
     });
   });
 
@@ -115,6 +115,10 @@ describe('milvus expression builder', () => {
         'tenant == "t" && (metadata["n"] in [1, 2] || json_contains_any(metadata["n"], ["1", "2"]))',
       );
       expect(buildMilvusExpr(scope, { s: { in: ['x'] } })).toBe('tenant == "t" && (metadata["s"] in ["x"] || json_contains_any(metadata["s"], ["x"]))');
+      // Integers and floats never share a list (Milvus asserts one literal type per list).
+      expect(buildMilvusExpr(scope, { n: { in: [5, 2.5, 0] } })).toBe(
+        'tenant == "t" && (metadata["n"] in [5, 0] || metadata["n"] in [2.5] || json_contains_any(metadata["n"], ["5", "2.5", "0"]))',
+      );
     });
 
     it('ranges: every bound, ANDed', () => {
@@ -130,7 +134,7 @@ describe('milvus expression builder', () => {
 
     it('ANDs several filters after the scope', () => {
       expect(buildMilvusExpr({ tenant: 't', principals: ['a'] }, { team: 'x', year: { gte: 1 } })).toBe(
-        'tenant == "t" && json_contains_any(acl, ["*", "a"]) && (metadata["team"] == "x" || json_contains(metadata["team"], "x")) && (metadata["year"] >= 1)',
+        'tenant == "t" && array_contains_any(acl, ["*", "a"]) && (metadata["team"] == "x" || json_contains(metadata["team"], "x")) && (metadata["year"] >= 1)',
       );
     });
   });

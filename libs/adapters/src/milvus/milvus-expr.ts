@@ -3,16 +3,17 @@ import { PUBLIC_ACL } from '@rag/domain';
 
 /**
  * Translates a search scope and metadata filters into one Milvus 2.3 boolean expression over the collection
- * fields `tenant` (VarChar), `document_id` (VarChar), `acl` (JSON array of strings) and `metadata` (JSON object),
+ * fields `tenant` (VarChar), `document_id` (VarChar), `acl` (Array<VarChar>) and `metadata` (JSON object),
  * with exactly the semantics of `matches()` in `@rag/domain` (filters.ts):
  *
  * - tenant must be equal; with principals given, the ACL must contain `*` or one of them
- *   (`json_contains_any(acl, ["*", ...principals])`);
+ *   (`array_contains_any(acl, ["*", ...principals])`);
  * - scalar condition: strict equality for scalar fields (Milvus compares JSON values type-strictly: the string
  *   `"5"` never equals `5`, `true` never equals `1`), membership of `String(value)` for string[] fields
  *   (`json_contains`);
- * - `{in: [...]}`: any of the scalar conditions (strings and numbers are tested in separate `in` lists, so each list
- *   is homogeneous, plus `json_contains_any` over the stringified values for string[] fields);
+ * - `{in: [...]}`: any of the scalar conditions (strings, integers and other numbers are tested in separate `in`
+ *   lists, since Milvus requires each list to be of one literal type, plus `json_contains_any` over the stringified
+ *   values for string[] fields);
  * - `{gte, gt, lte, lt}`: numeric fields only (a JSON comparison with a number literal is false for strings, booleans
  *   and arrays);
  * - a missing field never matches; the key `document_id` addresses the chunk's document id.
@@ -85,7 +86,11 @@ function metadataCondition(key: string, cond: FilterCondition): string {
     const nums = cond.in.filter((v): v is number => typeof v === 'number');
     const parts: string[] = [];
     if (strs.length > 0) parts.push(`${field} in ${milvusStringList(strs)}`);
-    if (nums.length > 0) parts.push(`${field} in [${nums.map(milvusNumber).join(', ')}]`);
+    // Milvus 2.3 asserts that every literal of an `in` list has the list's type: integers and floats go in separate lists.
+    const ints = nums.filter((n) => Number.isSafeInteger(n));
+    const floats = nums.filter((n) => !Number.isSafeInteger(n));
+    if (ints.length > 0) parts.push(`${field} in [${ints.map(milvusNumber).join(', ')}]`);
+    if (floats.length > 0) parts.push(`${field} in [${floats.map(milvusNumber).join(', ')}]`);
     parts.push(`json_contains_any(${field}, ${milvusStringList(cond.in.map((v) => String(v)))})`);
     return `(${parts.join(' || ')})`;
   }
@@ -114,7 +119,7 @@ export function milvusScopeExpr(scope: SearchScope): string {
   const parts = [`tenant == ${milvusString(scope.tenant)}`];
   if (scope.principals !== undefined) {
     const allowed = [PUBLIC_ACL, ...scope.principals.filter((p) => p !== PUBLIC_ACL)];
-    parts.push(`json_contains_any(acl, ${milvusStringList(allowed)})`);
+    parts.push(`array_contains_any(acl, ${milvusStringList(allowed)})`);
   }
   return parts.join(' && ');
 }

@@ -1,18 +1,20 @@
-import type {
-  BoolResponse,
-  CreateCollectionReq,
-  CreateIndexSimpleReq,
-  DeleteEntitiesReq,
-  DescribeCollectionResponse,
-  DescribeIndexResponse,
-  GetFlushStateResponse,
-  InsertReq,
-  MutationResult,
-  QueryReq,
-  QueryResults,
-  ResStatus,
-  SearchResults,
-  SearchSimpleReq,
+import {
+  ConsistencyLevelEnum,
+  DataType,
+  type BoolResponse,
+  type CreateCollectionReq,
+  type CreateIndexSimpleReq,
+  type DeleteEntitiesReq,
+  type DescribeCollectionResponse,
+  type DescribeIndexResponse,
+  type GetFlushStateResponse,
+  type InsertReq,
+  type MutationResult,
+  type QueryReq,
+  type QueryResults,
+  type ResStatus,
+  type SearchResults,
+  type SearchSimpleReq,
 } from '@zilliz/milvus2-sdk-node';
 import { setLogLevel } from '@rag/platform';
 import type { VectorRecord } from '@rag/ports';
@@ -81,6 +83,7 @@ class FakeMilvus implements MilvusClientLike {
           enable_dynamic_field: false,
           fields: names.map((name) => ({
             name,
+            data_type: name === 'acl' ? 'Array' : name === 'vector' ? 'FloatVector' : 'VarChar',
             type_params: name === 'vector' ? [{ key: 'dim', value: String(this.dim) }] : [],
           })),
         },
@@ -174,6 +177,7 @@ describe('MilvusVectorStore (fake client)', () => {
     expect(create.collection_name).toBe('rag_m_4');
     expect(create.fields.map((f) => f.name)).toEqual(['chunk_id', 'document_id', 'tenant', 'version', 'acl', 'metadata', 'vector']);
     expect(create.fields[0]).toMatchObject({ is_primary_key: true, autoID: false });
+    expect(create.fields[4]).toMatchObject({ data_type: DataType.Array, element_type: DataType.VarChar });
     expect(create.fields[6]).toMatchObject({ dim: 4 });
     expect(fake.reqs<CreateIndexSimpleReq>('createIndex')[0]).toMatchObject({
       field_name: 'vector',
@@ -253,10 +257,10 @@ describe('MilvusVectorStore (fake client)', () => {
       { chunk_id: 'e#v1#4', document_id: 'e', version: 1, score: -0.1 },
     ]);
     const req = fake.reqs<SearchSimpleReq>('search')[0]!;
-    expect(req.filter).toBe('tenant == "acme" && json_contains_any(acl, ["*", "g1"]) && (metadata["team"] == "x" || json_contains(metadata["team"], "x"))');
+    expect(req.filter).toBe('tenant == "acme" && array_contains_any(acl, ["*", "g1"]) && (metadata["team"] == "x" || json_contains(metadata["team"], "x"))');
     expect(req.params).toEqual({ ef: 50 }); // ef raised to k
     expect(req.output_fields).toEqual(['document_id', 'version']);
-    expect(req.consistency_level).toBeDefined();
+    expect(req.consistency_level).toBe(ConsistencyLevelEnum.Bounded); // default: no ≈200 ms wait for the next time tick
   });
 
   it('search: unsatisfiable filters, k <= 0 and wrong dimensions never reach Milvus', async () => {

@@ -1,0 +1,2 @@
+export { ElasticsearchKeywordIndex, ElasticsearchEngineClient } from './elasticsearch.adapter';
+export type { ElasticsearchKeywordIndexOptions } from './elasticsearch.adapter';

@@ -1,0 +1,2 @@
+export { OpenSearchKeywordIndex, OpenSearchEngineClient } from './opensearch.adapter';
+export type { OpenSearchKeywordIndexOptions } from './opensearch.adapter';
