@@ -1,3 +1,4 @@
-import { EmbedderModule, runStandalone } from '@rag/services';
+import { EmbedderModule, GrpcServerModule, runStandalone } from '@rag/services';
 
-void runStandalone('embedder', [EmbedderModule], ['bus', 'embedder']);
+// rag.chunks.v1 → rag.chunks.embedded.v1 on the bus; Embedder.Embed over gRPC on RAG_GRPC_PORT when set.
+void runStandalone('embedder', [EmbedderModule, GrpcServerModule.forService('embedder', EmbedderModule)], ['bus', 'embedder']);

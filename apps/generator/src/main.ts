@@ -1,3 +1,4 @@
-import { GeneratorModule, runStandalone } from '@rag/services';
+import { GeneratorModule, GrpcServerModule, runStandalone } from '@rag/services';
 
-void runStandalone('generator', [GeneratorModule], ['llm']);
+// Generator.Generate (server streaming) over gRPC on RAG_GRPC_PORT (distributed mode); /healthz, /readyz, /metrics on RAG_PORT.
+void runStandalone('generator', [GeneratorModule, GrpcServerModule.forService('generator', GeneratorModule)], ['llm']);

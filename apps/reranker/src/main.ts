@@ -1,3 +1,4 @@
-import { RerankerModule, runStandalone } from '@rag/services';
+import { GrpcServerModule, RerankerModule, runStandalone } from '@rag/services';
 
-void runStandalone('reranker', [RerankerModule], ['reranker']);
+// Reranker.Rerank over gRPC on RAG_GRPC_PORT (distributed mode); /healthz, /readyz, /metrics on RAG_PORT.
+void runStandalone('reranker', [RerankerModule, GrpcServerModule.forService('reranker', RerankerModule)], ['reranker']);

@@ -1,3 +1,4 @@
-import { RetrieverModule, runStandalone } from '@rag/services';
+import { GrpcServerModule, RetrieverModule, runStandalone } from '@rag/services';
 
-void runStandalone('retriever', [RetrieverModule], ['registry', 'embedder', 'vectors', 'keywords']);
+// Retriever.Retrieve over gRPC on RAG_GRPC_PORT (distributed mode); /healthz, /readyz, /metrics on RAG_PORT.
+void runStandalone('retriever', [RetrieverModule, GrpcServerModule.forService('retriever', RetrieverModule)], ['registry', 'embedder', 'vectors', 'keywords']);

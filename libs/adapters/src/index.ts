@@ -14,3 +14,4 @@ export * from './milvus';
 export * from './keyword-search-core';
 export * from './opensearch';
 export * from './elasticsearch';
+export * from './kafka-bus';

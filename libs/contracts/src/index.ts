@@ -4,3 +4,4 @@ export * from './document';
 export * from './events';
 export * from './api';
 export * from './query';
+export * as RagV1 from './generated/rag';

@@ -12,3 +12,4 @@ export * from './gateway/gateway.module';
 export * from './gateway/http';
 export * from './embedded';
 export * from './standalone';
+export * from './grpc';

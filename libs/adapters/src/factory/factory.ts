@@ -11,6 +11,7 @@ import { CachedEmbedder } from '../embedding-cache';
 import { HashingEmbedder } from '../hashing-embedder';
 import { HttpEmbedder } from '../http-embedder';
 import { HttpReranker } from '../http-reranker';
+import { KafkaBus } from '../kafka-bus';
 import { SqliteLogBus } from '../log-bus';
 import { OnnxEmbedder } from '../onnx-embedder';
 import { OpenAiCompatibleLlm } from '../openai-llm';
@@ -23,13 +24,30 @@ const unknown = (what: string, value: never): never => {
 };
 
 export function createBus(config: AppConfig): Bus {
-  return new SqliteLogBus({
-    path: join(config.dataDir, 'bus.db'),
-    partitions: config.RAG_BUS_PARTITIONS,
-    maxAttempts: config.RAG_BUS_MAX_ATTEMPTS,
-    retryBaseMs: config.RAG_BUS_RETRY_BASE_MS,
-    synchronous: config.RAG_SQLITE_SYNCHRONOUS,
-  });
+  const kind = config.RAG_BUS;
+  switch (kind) {
+    case 'embedded':
+      return new SqliteLogBus({
+        path: join(config.dataDir, 'bus.db'),
+        partitions: config.RAG_BUS_PARTITIONS,
+        maxAttempts: config.RAG_BUS_MAX_ATTEMPTS,
+        retryBaseMs: config.RAG_BUS_RETRY_BASE_MS,
+        synchronous: config.RAG_SQLITE_SYNCHRONOUS,
+      });
+    case 'kafka':
+      return new KafkaBus({
+        brokers: config.RAG_KAFKA_BROKERS.split(',')
+          .map((b) => b.trim())
+          .filter(Boolean),
+        clientId: config.RAG_KAFKA_CLIENT_ID,
+        topicPrefix: config.RAG_KAFKA_TOPIC_PREFIX,
+        partitions: config.RAG_BUS_PARTITIONS,
+        maxAttempts: config.RAG_BUS_MAX_ATTEMPTS,
+        retryBaseMs: config.RAG_BUS_RETRY_BASE_MS,
+      });
+    default:
+      return unknown('RAG_BUS', kind);
+  }
 }
 
 export function createRegistry(config: AppConfig): Registry {
@@ -85,6 +103,7 @@ export function createVectorStore(config: AppConfig, embedder: Embedder): Vector
         ef: config.RAG_HNSW_EF,
         nlist: config.RAG_MILVUS_NLIST,
         nprobe: config.RAG_MILVUS_NPROBE,
+        collectionPrefix: config.RAG_MILVUS_COLLECTION_PREFIX,
       });
     default:
       return unknown('RAG_VECTOR_STORE', kind);

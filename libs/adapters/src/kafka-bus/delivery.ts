@@ -1,7 +1,7 @@
 import type { BusMessage, MessageHandler } from '@rag/ports';
 import { NonRetryableError } from '@rag/ports';
 
-export interface RetryPolicy {
+export interface BusRetryPolicy {
   /** Deliveries of one message before it goes to the DLQ (1 = no retry). */
   maxAttempts: number;
   retryBaseMs: number;
@@ -9,7 +9,7 @@ export interface RetryPolicy {
 }
 
 /** Exponential backoff before delivery `attempt + 1`: base · 2^(attempt−1), capped. */
-export function backoffMs(attempt: number, policy: Pick<RetryPolicy, 'retryBaseMs' | 'retryMaxMs'>): number {
+export function backoffMs(attempt: number, policy: Pick<BusRetryPolicy, 'retryBaseMs' | 'retryMaxMs'>): number {
   return Math.min(policy.retryMaxMs, policy.retryBaseMs * 2 ** Math.max(0, attempt - 1));
 }
 
@@ -41,7 +41,7 @@ const reasonOf = (e: unknown): string => (e instanceof Error ? e.message : Strin
 export async function deliverWithRetries(
   handler: MessageHandler,
   message: Omit<BusMessage, 'attempt'>,
-  policy: RetryPolicy,
+  policy: BusRetryPolicy,
   hooks: DeliveryHooks,
 ): Promise<DeliveryOutcome> {
   let reason = 'unknown error';

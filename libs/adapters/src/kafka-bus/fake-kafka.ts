@@ -33,10 +33,6 @@ export class FakeKafka implements KafkaLike {
     return (this.logs.get(topic) ?? []).flat();
   }
 
-  private self(): FakeKafka {
-    return this;
-  }
-
   producer(): KafkaProducerLike {
     return {
       connect: async () => undefined,
@@ -62,7 +58,6 @@ export class FakeKafka implements KafkaLike {
   }
 
   consumer(config: ConsumerConfig): KafkaConsumerLike {
-    const cluster: FakeKafka = this.self();
     const group = config.groupId;
     this.groups.add(group);
     let topics: string[] = [];
@@ -74,19 +69,19 @@ export class FakeKafka implements KafkaLike {
         topics = 'topics' in s ? s.topics.map(String) : [String(s.topic)];
       },
       commitOffsets: async (offsets) => {
-        for (const o of offsets) cluster.committed.set(`${group}|${o.topic}|${o.partition}`, Number(o.offset));
+        for (const o of offsets) this.committed.set(`${group}|${o.topic}|${o.partition}`, Number(o.offset));
       },
       run: async (run?: ConsumerRunConfig) => {
         running = true;
         const each = run!.eachMessage!;
         for (const topic of topics) {
-          const parts = cluster.logs.get(topic)?.length ?? 0;
+          const parts = this.logs.get(topic)?.length ?? 0;
           for (let partition = 0; partition < parts; partition++) {
             loops.push(
               (async () => {
-                let position = cluster.committed.get(`${group}|${topic}|${partition}`) ?? 0;
+                let position = this.committed.get(`${group}|${topic}|${partition}`) ?? 0;
                 while (running) {
-                  const log = cluster.logs.get(topic)![partition]!;
+                  const log = this.logs.get(topic)![partition]!;
                   if (position >= log.length) {
                     await new Promise((r) => setTimeout(r, 2));
                     continue;
@@ -103,7 +98,7 @@ export class FakeKafka implements KafkaLike {
                     position++;
                   } catch {
                     // kafkajs re-fetches from the last committed offset after a failed eachMessage.
-                    position = cluster.committed.get(`${group}|${topic}|${partition}`) ?? 0;
+                    position = this.committed.get(`${group}|${topic}|${partition}`) ?? 0;
                     await new Promise((r) => setTimeout(r, 5));
                   }
                 }
@@ -123,6 +118,7 @@ export class FakeKafka implements KafkaLike {
     return {
       connect: async () => undefined,
       disconnect: async () => undefined,
+      listTopics: async () => [...this.logs.keys()],
       createTopics: async ({ topics }) => {
         let created = false;
         for (const t of topics) {

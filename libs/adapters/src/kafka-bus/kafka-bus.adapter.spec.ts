@@ -3,7 +3,8 @@ import { Logger, setLogLevel } from '@rag/platform';
 import { NonRetryableError } from '@rag/ports';
 import { decodeHeaders } from './delivery';
 import { FakeKafka } from './fake-kafka';
-import { KafkaBus, type KafkaBusOptions } from './kafka-bus.adapter';
+import { logLevel } from 'kafkajs';
+import { KafkaBus, kafkaLogCreator, type KafkaBusOptions } from './kafka-bus.adapter';
 
 setLogLevel('silent');
 
@@ -217,6 +218,36 @@ describe('KafkaBus (over an in-memory kafkajs stand-in)', () => {
     expect(calls).toBe(2);
     expect(kafka.messages('rag.dlq.v1')).toHaveLength(1);
     await bus.close();
+  });
+});
+
+describe('kafkajs logs', () => {
+  it('go to our logger, with retried and per-request errors demoted', () => {
+    const calls: string[] = [];
+    class Capture extends Logger {
+      override error(msg: string): void {
+        calls.push(`error:${msg}`);
+      }
+      override warn(msg: string): void {
+        calls.push(`warn:${msg}`);
+      }
+      override info(msg: string): void {
+        calls.push(`info:${msg}`);
+      }
+      override debug(msg: string): void {
+        calls.push(`debug:${msg}`);
+      }
+    }
+    const log = new Capture('k');
+    const write = kafkaLogCreator(log)();
+    const entry = (namespace: string, level: logLevel, message: string, extra: Record<string, unknown> = {}) =>
+      write({ namespace, level, label: 'x', log: { timestamp: 't', message, ...extra } });
+    entry('Consumer', logLevel.ERROR, 'Crash');
+    entry('Producer', logLevel.ERROR, 'Failed to send messages', { retryCount: 0 });
+    entry('Connection', logLevel.ERROR, 'Response CreateTopics(key: 19, version: 3)');
+    entry('Cluster', logLevel.WARN, 'slow');
+    entry('Consumer', logLevel.INFO, 'joined');
+    expect(calls).toEqual(['error:Crash', 'warn:Failed to send messages', 'debug:Response CreateTopics(key: 19, version: 3)', 'warn:slow', 'info:joined']);
   });
 });
 

@@ -14,12 +14,12 @@ import {
 import { ALL_TOPICS, DLQ_HEADERS, Topic } from '@rag/contracts';
 import { Logger, metrics } from '@rag/platform';
 import type { Bus, OutgoingMessage, SubscribeOptions } from '@rag/ports';
-import { decodeHeaders, decodeValue, deliverWithRetries, nextOffset, partitionLag, type DeliveryOutcome, type RetryPolicy } from './delivery';
+import { decodeHeaders, decodeValue, deliverWithRetries, nextOffset, partitionLag, type DeliveryOutcome, type BusRetryPolicy } from './delivery';
 
 /** The parts of kafkajs the bus uses (a kafkajs `Kafka` instance satisfies it; tests may pass an in-memory fake). */
 export type KafkaProducerLike = Pick<Producer, 'connect' | 'disconnect' | 'send'>;
 export type KafkaConsumerLike = Pick<Consumer, 'connect' | 'disconnect' | 'subscribe' | 'run' | 'commitOffsets'>;
-export type KafkaAdminLike = Pick<Admin, 'connect' | 'disconnect' | 'createTopics' | 'fetchTopicOffsets' | 'fetchOffsets' | 'listGroups'>;
+export type KafkaAdminLike = Pick<Admin, 'connect' | 'disconnect' | 'listTopics' | 'createTopics' | 'fetchTopicOffsets' | 'fetchOffsets' | 'listGroups'>;
 export interface KafkaLike {
   producer(config?: ProducerConfig): KafkaProducerLike;
   consumer(config: ConsumerConfig): KafkaConsumerLike;
@@ -69,8 +69,12 @@ export function kafkaLogCreator(log: Logger): () => (entry: LogEntry) => void {
     ({ namespace, level, log: entry }) => {
       const { message, timestamp: _timestamp, logger: _logger, ...extra } = entry as { message: string; timestamp: string; logger?: unknown } & Record<string, unknown>;
       const fields = { kafka: namespace, ...extra };
-      if (level <= KafkaLogLevel.ERROR) log.error(message, fields);
-      else if (level === KafkaLogLevel.WARN) log.warn(message, fields);
+      // kafkajs logs every error response of a request at ERROR, including ones it retries or hands back to the
+      // caller (NOT_LEADER right after a topic is created, TOPIC_ALREADY_EXISTS): those are debug noise here.
+      // Failures it is about to retry (they carry retryCount) are warnings; a final failure reaches the caller.
+      if (namespace === 'Connection' && message.startsWith('Response ')) log.debug(message, fields);
+      else if (level <= KafkaLogLevel.ERROR && extra.retryCount === undefined) log.error(message, fields);
+      else if (level <= KafkaLogLevel.WARN) log.warn(message, fields);
       else if (level === KafkaLogLevel.INFO) log.info(message, fields);
       else log.debug(message, fields);
     };
@@ -93,7 +97,7 @@ export class KafkaBus implements Bus {
   private readonly log: Logger;
   private readonly partitions: number;
   private readonly replicationFactor: number;
-  private readonly policy: RetryPolicy;
+  private readonly policy: BusRetryPolicy;
   private readonly prefix: string;
   private readonly sessionTimeoutMs: number;
   private readonly heartbeatIntervalMs: number;
@@ -175,11 +179,15 @@ export class KafkaBus implements Bus {
   ensureTopics(): Promise<void> {
     this.topicsReady ??= (async () => {
       const admin = await this.ensureAdmin();
+      const existing = new Set(await admin.listTopics());
+      const missing = ALL_TOPICS.map((t) => this.physical(t)).filter((t) => !existing.has(t));
+      if (missing.length === 0) return;
+      // Another process may create them at the same moment: kafkajs answers false when they already exist.
       const created = await admin.createTopics({
         waitForLeaders: true,
-        topics: ALL_TOPICS.map((t) => ({ topic: this.physical(t), numPartitions: this.partitions, replicationFactor: this.replicationFactor })),
+        topics: missing.map((topic) => ({ topic, numPartitions: this.partitions, replicationFactor: this.replicationFactor })),
       });
-      this.log.debug(created ? 'topics created' : 'topics already exist', { topics: ALL_TOPICS.map((t) => this.physical(t)) });
+      this.log.info(created ? 'topics created' : 'topics already exist', { topics: missing, partitions: this.partitions });
     })().catch((e: unknown) => {
       this.topicsReady = undefined;
       throw e;
@@ -234,9 +242,18 @@ export class KafkaBus implements Bus {
     if (this.started) return;
     if (this.closing) throw new Error('bus is closed');
     this.started = true;
-    await this.ensureTopics();
-    await this.ensureProducer();
-    for (const state of this.groups.values()) await this.launch(state);
+    try {
+      await this.ensureTopics();
+      await this.ensureProducer();
+      for (const state of this.groups.values()) await this.launch(state);
+    } catch (e) {
+      // Leave the bus startable again (a supervisor may retry once the broker is back).
+      this.started = false;
+      const consumers = [...this.groups.values()].map((g) => g.consumer).filter((c): c is KafkaConsumerLike => c !== undefined);
+      for (const g of this.groups.values()) g.consumer = undefined;
+      await Promise.allSettled(consumers.map((c) => c.disconnect()));
+      throw e;
+    }
   }
 
   private async launch(state: GroupState): Promise<void> {
@@ -341,6 +358,19 @@ export class KafkaBus implements Bus {
     metrics.dlq.inc({ stage: sub.stage, topic: sub.topic });
   }
 
+  /** Admin reads right after topics are created may meet NOT_LEADER/LEADER_NOT_AVAILABLE for a moment: retry briefly. */
+  private async adminRead<T>(fn: () => Promise<T>, tries = 5): Promise<T> {
+    for (let i = 1; ; i++) {
+      try {
+        return await fn();
+      } catch (e) {
+        const retriable = (e as { retriable?: unknown }).retriable === true;
+        if (!retriable || i >= tries || this.closing) throw e;
+        await this.sleep(100 * i);
+      }
+    }
+  }
+
   /** Lag of the given groups on their topics (or, for groups of other processes, on every topic they committed on). */
   private async lagOf(groups: { group: string; topics: Topic[] | null }[]): Promise<{ group: string; topic: Topic; lag: number }[]> {
     const admin = await this.ensureAdmin();
@@ -348,7 +378,7 @@ export class KafkaBus implements Bus {
     const marksOf = (t: Topic) => {
       let m = watermarks.get(t);
       if (!m) {
-        m = admin.fetchTopicOffsets(this.physical(t));
+        m = this.adminRead(() => admin.fetchTopicOffsets(this.physical(t)));
         watermarks.set(t, m);
       }
       return m;
@@ -356,7 +386,7 @@ export class KafkaBus implements Bus {
     const out: { group: string; topic: Topic; lag: number }[] = [];
     for (const { group, topics } of groups) {
       const wanted = topics ?? ALL_TOPICS.filter((t) => t !== Topic.Dlq);
-      const committed = await admin.fetchOffsets({ groupId: group, topics: wanted.map((t) => this.physical(t)) });
+      const committed = await this.adminRead(() => admin.fetchOffsets({ groupId: group, topics: wanted.map((t) => this.physical(t)) }));
       for (const entry of committed) {
         const topic = this.logical.get(entry.topic);
         if (!topic) continue;
@@ -382,7 +412,7 @@ export class KafkaBus implements Bus {
     await this.ensureTopics();
     const own = this.subscribedGroups();
     const admin = await this.ensureAdmin();
-    const listed = await admin.listGroups();
+    const listed = await this.adminRead(() => admin.listGroups());
     const others = listed.groups
       .filter((g) => g.protocolType === 'consumer' && !this.groups.has(g.groupId))
       .map((g) => ({ group: g.groupId, topics: null }));
@@ -393,14 +423,24 @@ export class KafkaBus implements Bus {
     const deadline = Date.now() + timeoutMs;
     let quietRounds = 0;
     let lagging: { group: string; topic: Topic; lag: number }[] = [];
+    let failure: unknown;
     while (quietRounds < 3) {
+      failure = undefined;
       if (this.groups.size > 0) {
-        await this.ensureTopics();
-        lagging = (await this.lagOf(this.subscribedGroups())).filter((l) => l.lag > 0);
+        try {
+          await this.ensureTopics();
+          lagging = (await this.lagOf(this.subscribedGroups())).filter((l) => l.lag > 0);
+        } catch (e) {
+          // A broker hiccup is not the end of a drain: look again until the deadline.
+          failure = e;
+        }
       }
-      if (lagging.length === 0 && this.inflight.size === 0) quietRounds++;
+      if (failure === undefined && lagging.length === 0 && this.inflight.size === 0) quietRounds++;
       else quietRounds = 0;
-      if (Date.now() > deadline) throw new Error(`bus did not drain within ${timeoutMs} ms: ${JSON.stringify(lagging)}`);
+      if (Date.now() > deadline) {
+        const why = failure !== undefined ? `last error: ${failure instanceof Error ? failure.message : String(failure)}` : JSON.stringify(lagging);
+        throw new Error(`bus did not drain within ${timeoutMs} ms: ${why}`);
+      }
       await new Promise((r) => setTimeout(r, 50));
     }
   }

@@ -66,9 +66,12 @@ export const ConfigSchema = z.object({
   RAG_BUS: z.enum(['embedded', 'kafka']).default('embedded'),
   RAG_KAFKA_BROKERS: z.string().default('127.0.0.1:9092'),
   RAG_KAFKA_CLIENT_ID: z.string().default('rag'),
+  /** Prefix for topic names (several deployments or test runs on one cluster). */
+  RAG_KAFKA_TOPIC_PREFIX: z.string().regex(/^[A-Za-z0-9._-]*$/).default(''),
   RAG_VECTOR_STORE: z.enum(['embedded', 'milvus']).default('embedded'),
   RAG_MILVUS_ADDRESS: z.string().default('127.0.0.1:19530'),
   RAG_MILVUS_INDEX: z.enum(['HNSW', 'IVF_SQ8']).default('HNSW'),
+  RAG_MILVUS_COLLECTION_PREFIX: z.string().regex(/^[A-Za-z][A-Za-z0-9_]*$/).default('rag'),
   RAG_MILVUS_NLIST: int(1024, 1, 65536),
   RAG_MILVUS_NPROBE: int(16, 1, 65536),
   RAG_KEYWORD_INDEX: z.enum(['embedded', 'opensearch', 'elasticsearch']).default('embedded'),

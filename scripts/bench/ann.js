@@ -1,0 +1,387 @@
+'use strict';
+// bench ann: recall@10 and queries/second of exact search, the embedded HNSW index (hnswlib-node) and Milvus
+// (HNSW, IVF_SQ8) on bigann10k, plus build time and memory per vector.
+const { existsSync, mkdtempSync, rmSync, statSync } = require('node:fs');
+const os = require('node:os');
+const { join, resolve } = require('node:path');
+const c = require('./lib/common');
+
+const spec = {
+  dataset: { type: 'string', default: join(c.defaultEvalDir, 'bigann10k'), help: 'folder with base.fvecs, query.fvecs, groundtruth.ivecs' },
+  k: { type: 'int', default: 10, help: 'neighbours per query (recall@k)' },
+  ef: { type: 'intlist', default: [16, 32, 64, 128, 256], help: 'hnswlib ef values' },
+  m: { type: 'int', default: 16, help: 'HNSW M (hnswlib and Milvus)' },
+  'ef-construction': { type: 'int', default: 200, help: 'HNSW efConstruction (hnswlib and Milvus)' },
+  'milvus-ef': { type: 'intlist', default: [16, 64, 256], help: 'Milvus HNSW ef values' },
+  'milvus-nprobe': { type: 'intlist', default: [1, 8, 32], help: 'Milvus IVF_SQ8 nprobe values' },
+  'milvus-nlist': { type: 'int', default: 128, help: 'Milvus IVF_SQ8 nlist' },
+  milvus: { type: 'string', default: process.env.RAG_MILVUS_ADDRESS || '127.0.0.1:19530', help: 'Milvus address (RAG_MILVUS_ADDRESS)' },
+  'skip-milvus': { type: 'bool', default: false, help: 'do not measure Milvus' },
+  'min-seconds': { type: 'number', default: 1, help: 'repeat the query set until each measurement ran this long' },
+  'max-passes': { type: 'int', default: 100, help: 'at most this many passes over the query set per measurement' },
+  'max-seconds': { type: 'int', default: 900, help: 'hard limit for the whole run' },
+};
+
+const HELP = `usage: npm run bench -- ann [options]
+
+Recall@k and single-query throughput on bigann10k (10,000 x 128, 100 queries = base vectors 0-99):
+  exact L2 and exact cosine brute force, hnswlib-node (cosine, the embedded store's index) over a range of ef,
+  Milvus HNSW and IVF_SQ8 (skipped when Milvus is not reachable; start it with
+  \`bash deploy/local/servers.sh start milvus\`). Recall is given against BOTH the file's exact L2 ground truth and
+  exact cosine brute force (our stores use cosine, so the cosine column is the one that measures the index).`;
+
+/** Ids of the k smallest values of dist (ascending). */
+function topK(dist, k) {
+  const ids = new Int32Array(k).fill(-1);
+  const ds = new Float64Array(k).fill(Infinity);
+  for (let i = 0; i < dist.length; i++) {
+    const d = dist[i];
+    if (d >= ds[k - 1]) continue;
+    let j = k - 1;
+    while (j > 0 && ds[j - 1] > d) {
+      ds[j] = ds[j - 1];
+      ids[j] = ids[j - 1];
+      j--;
+    }
+    ds[j] = d;
+    ids[j] = i;
+  }
+  return Array.from(ids);
+}
+
+function bruteL2(base, q, k, dist) {
+  const { n, dim, data } = base;
+  for (let i = 0; i < n; i++) {
+    let s = 0;
+    const off = i * dim;
+    for (let j = 0; j < dim; j++) {
+      const t = data[off + j] - q[j];
+      s += t * t;
+    }
+    dist[i] = s;
+  }
+  return topK(dist, k);
+}
+
+/** Cosine brute force over pre-normalised base rows; the query is normalised here (part of the timed work). */
+function bruteCos(normBase, q, k, dist) {
+  const { n, dim, data } = normBase;
+  let qn = 0;
+  for (let j = 0; j < dim; j++) qn += q[j] * q[j];
+  qn = Math.sqrt(qn) || 1;
+  for (let i = 0; i < n; i++) {
+    let s = 0;
+    const off = i * dim;
+    for (let j = 0; j < dim; j++) s += data[off + j] * q[j];
+    dist[i] = 1 - s / qn;
+  }
+  return topK(dist, k);
+}
+
+function normalise(base) {
+  const out = new Float32Array(base.data.length);
+  for (let i = 0; i < base.n; i++) {
+    let s = 0;
+    for (let j = 0; j < base.dim; j++) s += base.data[i * base.dim + j] ** 2;
+    const norm = Math.sqrt(s) || 1;
+    for (let j = 0; j < base.dim; j++) out[i * base.dim + j] = base.data[i * base.dim + j] / norm;
+  }
+  return { n: base.n, dim: base.dim, data: out };
+}
+
+/** Mean over queries of |result ∩ truth[:k]| / k. */
+function recall(results, truth, k) {
+  let s = 0;
+  for (let i = 0; i < results.length; i++) {
+    const t = new Set(truth[i].slice(0, k));
+    s += results[i].slice(0, k).filter((id) => t.has(id)).length / k;
+  }
+  return s / results.length;
+}
+
+/** Runs `one(qi)` over all queries, repeating passes until minSeconds (or maxPasses); returns results of the first pass and q/s. */
+async function measure(nq, one, { minSeconds, maxPasses }) {
+  const results = new Array(nq);
+  let queries = 0;
+  const t0 = process.hrtime.bigint();
+  let elapsed = 0;
+  for (let pass = 0; pass < maxPasses; pass++) {
+    for (let i = 0; i < nq; i++) {
+      const r = await one(i);
+      if (pass === 0) results[i] = r;
+    }
+    queries += nq;
+    elapsed = Number(process.hrtime.bigint() - t0) / 1e9;
+    if (elapsed >= minSeconds) break;
+  }
+  return { results, qps: queries / elapsed, queries, seconds: elapsed };
+}
+
+async function run(argv) {
+  const opts = c.parseArgs(argv, spec);
+  if (opts.help) return process.stdout.write(c.usage(HELP, spec));
+  const stopWatchdog = c.watchdog(opts.maxSeconds, 'ann');
+  const started = new Date();
+  const hw = c.hardware();
+  const k = opts.k;
+  const dir = resolve(opts.dataset);
+  for (const f of ['base.fvecs', 'query.fvecs', 'groundtruth.ivecs']) if (!existsSync(join(dir, f))) throw new Error(`${join(dir, f)} is missing (set --dataset)`);
+  const base = c.readVecs(join(dir, 'base.fvecs'), 'fvecs');
+  const query = c.readVecs(join(dir, 'query.fvecs'), 'fvecs');
+  const gt = c.readVecs(join(dir, 'groundtruth.ivecs'), 'ivecs');
+  if (query.dim !== base.dim) throw new Error(`query dim ${query.dim} != base dim ${base.dim}`);
+  if (gt.n !== query.n) throw new Error(`ground truth has ${gt.n} rows for ${query.n} queries`);
+  if (gt.dim < k) throw new Error(`ground truth has only ${gt.dim} neighbours per query, k = ${k}`);
+  const nq = query.n;
+  const gtL2 = Array.from({ length: nq }, (_, i) => Array.from(gt.row(i)));
+  let queriesAreBase = true;
+  for (let i = 0; i < nq && queriesAreBase; i++) {
+    const q = query.row(i);
+    const b = base.row(i);
+    for (let j = 0; j < base.dim; j++) if (q[j] !== b[j]) queriesAreBase = false;
+  }
+  const selfFirst = gtL2.filter((t, i) => t[0] === i).length;
+  c.log(`bigann: ${base.n} x ${base.dim} base, ${nq} queries (queries = base 0..${nq - 1}: ${queriesAreBase}), ground truth top-${gt.dim}`);
+  const mopts = { minSeconds: opts.minSeconds, maxPasses: opts.maxPasses };
+  const rows = [];
+  const notes = [];
+
+  // (a) exact brute force
+  const dist = new Float64Array(base.n);
+  c.log('brute force L2 …');
+  const l2 = await measure(nq, (i) => bruteL2(base, query.row(i), k, dist), mopts);
+  const normBase = normalise(base);
+  c.log('brute force cosine …');
+  const cos = await measure(nq, (i) => bruteCos(normBase, query.row(i), k, dist), mopts);
+  const gtCos = cos.results;
+  const add = (r) => {
+    r.recall_l2 = recall(r.results, gtL2, k);
+    r.recall_cos = recall(r.results, gtCos, k);
+    delete r.results;
+    rows.push(r);
+    c.log(`  ${r.method} ${r.param ?? ''}: recall@${k} L2 ${r.recall_l2.toFixed(3)} cos ${r.recall_cos.toFixed(3)}, ${r.qps.toFixed(0)} q/s`);
+  };
+  add({ method: 'brute force L2 (JS Float32Array)', param: '', ...l2 });
+  add({ method: 'brute force cosine (JS Float32Array)', param: '', ...cos });
+  const overlap = recall(gtCos, gtL2, k);
+
+  // (b) hnswlib-node, as the embedded store uses it
+  const { HierarchicalNSW } = require('hnswlib-node');
+  const baseArrays = Array.from({ length: base.n }, (_, i) => Array.from(base.row(i)));
+  const queryArrays = Array.from({ length: nq }, (_, i) => Array.from(query.row(i)));
+  c.gc();
+  const rssBefore = c.rssMiB();
+  const index = new HierarchicalNSW('cosine', base.dim);
+  c.log(`hnswlib: building (M=${opts.m}, efConstruction=${opts.efConstruction}) …`);
+  const tb = process.hrtime.bigint();
+  index.initIndex(base.n, opts.m, opts.efConstruction, 100);
+  for (let i = 0; i < base.n; i++) index.addPoint(baseArrays[i], i);
+  const hnswBuildS = Number(process.hrtime.bigint() - tb) / 1e9;
+  c.gc();
+  const rssAfter = c.rssMiB();
+  const tmp = mkdtempSync(join(os.tmpdir(), 'rag-bench-ann-'));
+  let fileBytes;
+  try {
+    index.writeIndexSync(join(tmp, 'index.hnsw'));
+    fileBytes = statSync(join(tmp, 'index.hnsw')).size;
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
+  const hnswMem = { build_s: hnswBuildS, file_bytes_per_vector: fileBytes / base.n, rss_delta_bytes_per_vector: ((rssAfter - rssBefore) * 2 ** 20) / base.n, raw_vector_bytes: base.dim * 4 };
+  c.log(`  built in ${hnswBuildS.toFixed(2)} s; file ${(fileBytes / base.n).toFixed(0)} B/vector; RSS delta ${hnswMem.rss_delta_bytes_per_vector.toFixed(0)} B/vector`);
+  for (const ef of opts.ef) {
+    index.setEf(Math.max(ef, k));
+    const r = await measure(nq, (i) => index.searchKnn(queryArrays[i], k).neighbors, mopts);
+    add({ method: 'hnswlib-node HNSW cosine', param: `ef=${ef}`, ...r });
+  }
+
+  // (c) Milvus
+  let milvus = { skipped: opts.skipMilvus ? 'skipped (--skip-milvus)' : undefined };
+  if (!opts.skipMilvus) {
+    milvus = await benchMilvus({ opts, base, baseArrays, queryArrays, nq, k, mopts, add });
+    if (milvus.skipped) notes.push(`Milvus ${milvus.skipped}`);
+  }
+
+  stopWatchdog();
+  const ratioBase = rows[1].qps;
+  const resultRows = rows.map((r) => [r.method, r.param, r.recall_l2.toFixed(3), r.recall_cos.toFixed(3), r.qps.toFixed(0), `${(r.qps / ratioBase).toFixed(1)}x`, r.queries]);
+  const memRows = [
+    ['raw float32 vector', '–', String(base.dim * 4), '–', '–'],
+    ['hnswlib-node HNSW', `M=${opts.m} efC=${opts.efConstruction}`, hnswMem.file_bytes_per_vector.toFixed(0), hnswMem.rss_delta_bytes_per_vector.toFixed(0), hnswBuildS.toFixed(2)],
+  ];
+  for (const b of milvus.builds ?? []) {
+    memRows.push([`Milvus ${b.index}`, b.params, b.segment_mem_bytes_per_vector === undefined ? 'n/a' : b.segment_mem_bytes_per_vector.toFixed(0), b.rss_delta_bytes_per_vector === undefined ? 'n/a' : b.rss_delta_bytes_per_vector.toFixed(0), `${b.build_s.toFixed(2)} (+load ${b.load_s.toFixed(2)})`]);
+  }
+  notes.push(
+    `recall@${k} "vs L2 GT" is against groundtruth.ivecs (exact L2); "vs cosine" is against this run's exact cosine brute force. ` +
+      `The embedded store and Milvus use COSINE, so "vs cosine" measures the index; exact cosine and exact L2 top-${k} agree on ${(overlap * 100).toFixed(1)} % here (bigann vectors are not normalised).`,
+  );
+  notes.push(`queries are base vectors 0..${nq - 1} (${queriesAreBase ? 'verified' : 'NOT the case in this file'}): every query finds itself, worth 1/${k} of each recall value; ground truth lists the query itself first for ${selfFirst}/${nq}.`);
+  notes.push('q/s is one query at a time from this process (Milvus: one gRPC search call per query); "x cos BF" = q/s relative to cosine brute force in this same run.');
+  notes.push('memory per vector: hnswlib = index file size / n and process RSS growth while building / n; Milvus "file/segment" = sum of loaded segment mem_size (getQuerySegmentInfo) / rows, "RSS delta" = growth of the Milvus processes' RSS (launcher pid from .local/run/milvus.pid plus its children) over insert+index+load / n.');
+  if (!milvus.skipped && milvus.metric_note) notes.push(milvus.metric_note);
+  c.report({
+    bench: 'ann',
+    hw,
+    started,
+    sections: [
+      { title: `recall@${k} and throughput (${base.n} x ${base.dim}, ${nq} queries)`, head: ['method', 'param', `recall vs L2 GT`, 'recall vs cosine', 'q/s', 'x cos BF', 'queries timed'], rows: resultRows },
+      { title: 'build time and memory per vector', head: ['index', 'params', 'file/segment B/vec', 'RSS delta B/vec', 'build s'], rows: memRows },
+    ],
+    notes,
+    json: {
+      dataset: dir,
+      n: base.n,
+      dim: base.dim,
+      queries: nq,
+      k,
+      queries_are_base_vectors: queriesAreBase,
+      cosine_vs_l2_topk_overlap: overlap,
+      results: rows,
+      hnswlib: hnswMem,
+      milvus,
+    },
+  });
+}
+
+async function benchMilvus({ opts, base, baseArrays, queryArrays, nq, k, mopts, add }) {
+  let addr;
+  try {
+    addr = c.assertLoopbackAddress(opts.milvus, 'milvus');
+  } catch (e) {
+    return { skipped: `skipped: ${e.message}` };
+  }
+  const hint = 'start it with `bash deploy/local/servers.sh start milvus` to measure it';
+  if (!(await c.tcpReachable(addr.host, addr.port))) return { skipped: `skipped: not reachable at ${opts.milvus} (${hint})` };
+  const { MilvusClient, DataType } = require('@zilliz/milvus2-sdk-node');
+  const client = new MilvusClient({ address: opts.milvus, logLevel: 'error', timeout: 60_000 });
+  client.connectPromise?.catch?.(() => {});
+  try {
+    const health = await client.checkHealth();
+    if (health && health.isHealthy === false) return { skipped: `skipped: not healthy at ${opts.milvus} (${JSON.stringify(health.reasons ?? [])})` };
+  } catch (e) {
+    return { skipped: `skipped: not reachable at ${opts.milvus}: ${e.message} (${hint})` };
+  }
+  const pid = milvusPid();
+  const collection = `rag_bench_ann_${process.pid}_${Date.now()}`;
+  const check = (what, r) => {
+    const status = r?.status ?? r;
+    if (status && status.error_code && status.error_code !== 'Success') throw new Error(`milvus ${what}: ${status.error_code} ${status.reason ?? ''}`);
+    return r;
+  };
+  const out = { address: opts.milvus, collection, builds: [] };
+  const rssStart = pid ? c.procTreeRssMiB(pid) : undefined;
+  try {
+    c.log(`milvus: collection ${collection}, inserting ${base.n} vectors …`);
+    check('createCollection', await client.createCollection({
+      collection_name: collection,
+      fields: [
+        { name: 'id', data_type: DataType.Int64, is_primary_key: true, autoID: false },
+        { name: 'vector', data_type: DataType.FloatVector, dim: base.dim },
+      ],
+    }));
+    const ti = process.hrtime.bigint();
+    for (let s = 0; s < base.n; s += 2000) {
+      const data = [];
+      for (let i = s; i < Math.min(base.n, s + 2000); i++) data.push({ id: i, vector: baseArrays[i] });
+      check('insert', await client.insert({ collection_name: collection, data }));
+    }
+    check('flush', await client.flushSync({ collection_names: [collection] }));
+    out.insert_flush_s = Number(process.hrtime.bigint() - ti) / 1e9;
+    const variants = [
+      { index: 'HNSW', params: { M: opts.m, efConstruction: opts.efConstruction }, search: opts.milvusEf.map((ef) => ({ label: `ef=${ef}`, params: { ef: Math.max(ef, k) } })) },
+      { index: 'IVF_SQ8', params: { nlist: opts.milvusNlist }, search: opts.milvusNprobe.map((p) => ({ label: `nprobe=${p}`, params: { nprobe: p } })) },
+    ];
+    for (const [vi, v] of variants.entries()) {
+      if (vi > 0) {
+        check('release', await client.releaseCollection({ collection_name: collection }));
+        check('dropIndex', await client.dropIndex({ collection_name: collection, field_name: 'vector', index_name: 'vector_idx' }));
+      }
+      c.log(`milvus: building ${v.index} ${JSON.stringify(v.params)} …`);
+      const tb = process.hrtime.bigint();
+      check('createIndex', await client.createIndex({ collection_name: collection, field_name: 'vector', index_name: 'vector_idx', index_type: v.index, metric_type: 'COSINE', params: v.params }));
+      const deadline = Date.now() + 300_000;
+      for (;;) {
+        const p = await client.getIndexBuildProgress({ collection_name: collection, field_name: 'vector', index_name: 'vector_idx' });
+        if (Number(p.total_rows) > 0 && Number(p.indexed_rows) >= Number(p.total_rows)) break;
+        if (Date.now() > deadline) throw new Error(`milvus ${v.index} build did not finish in 300 s (${p.indexed_rows}/${p.total_rows})`);
+        await c.sleep(100);
+      }
+      const buildS = Number(process.hrtime.bigint() - tb) / 1e9;
+      const tl = process.hrtime.bigint();
+      check('load', await client.loadCollectionSync({ collection_name: collection }));
+      const loadS = Number(process.hrtime.bigint() - tl) / 1e9;
+      await c.sleep(500);
+      const build = { index: v.index, params: Object.entries(v.params).map(([a, b]) => `${a}=${b}`).join(' '), build_s: buildS, load_s: loadS };
+      try {
+        const seg = await client.getQuerySegmentInfo({ collectionName: collection });
+        const infos = seg.infos ?? [];
+        const mem = infos.reduce((a, s) => a + Number(s.mem_size || 0), 0);
+        const rowsN = infos.reduce((a, s) => a + Number(s.num_rows || 0), 0);
+        build.segments = infos.length;
+        build.segment_rows = rowsN;
+        if (mem > 0 && rowsN > 0) build.segment_mem_bytes_per_vector = mem / rowsN;
+      } catch (e) {
+        build.segment_info_error = e.message;
+      }
+      const rssNow = pid ? c.procTreeRssMiB(pid) : undefined;
+      if (rssStart !== undefined && rssNow !== undefined) build.rss_delta_bytes_per_vector = ((rssNow - rssStart) * 2 ** 20) / base.n;
+      out.builds.push(build);
+      c.log(`  built in ${buildS.toFixed(2)} s, loaded in ${loadS.toFixed(2)} s; segment mem ${build.segment_mem_bytes_per_vector?.toFixed(0) ?? 'n/a'} B/vector`);
+      for (const s of v.search) {
+        const r = await measure(
+          nq,
+          async (i) => {
+            const res = await client.search({ collection_name: collection, vector: queryArrays[i], limit: k, metric_type: 'COSINE', params: s.params, output_fields: ['id'], consistency_level: 'Bounded' });
+            check('search', res);
+            return res.results.map((x) => Number(x.id));
+          },
+          mopts,
+        );
+        add({ method: `Milvus ${v.index} cosine`, param: s.label, ...r });
+      }
+    }
+    try {
+      const m = await client.getMetric({ request: { metric_type: 'system_info' } });
+      const resp = typeof m.response === 'string' ? JSON.parse(m.response) : m.response;
+      const nodes = resp?.nodes_info ?? [];
+      const mem = nodes
+        .map((nd) => nd?.infos?.hardware_infos && { name: nd.infos.name ?? nd.identifier, used: nd.infos.hardware_infos.memory_usage })
+        .filter((x) => x && x.used);
+      if (mem.length) out.metric_note = `Milvus getMetric(system_info) memory_usage after load: ${mem.map((x) => `${x.name} ${(x.used / 2 ** 20).toFixed(0)} MiB`).join(', ')} (whole node, not per collection).`;
+      out.system_info_memory = mem;
+    } catch (e) {
+      out.metric_note = `Milvus getMetric(system_info) failed: ${e.message}`;
+    }
+  } catch (e) {
+    c.log(`milvus: failed: ${e.stack || e.message}`);
+    out.error = e.message;
+    out.skipped = `failed part-way: ${e.message}`;
+  } finally {
+    try {
+      await client.dropCollection({ collection_name: collection });
+      c.log(`milvus: dropped ${collection}`);
+    } catch (e) {
+      c.log(`milvus: could not drop ${collection}: ${e.message}`);
+    }
+    try {
+      await client.closeConnection();
+    } catch {
+      /* ignore */
+    }
+  }
+  return out;
+}
+
+/** The local Milvus server's pid (from deploy/local's pid file), to read its RSS; undefined otherwise. */
+function milvusPid() {
+  const f = join(c.root, '.local', 'run', 'milvus.pid');
+  try {
+    const pid = Number(require('node:fs').readFileSync(f, 'utf8').trim());
+    return Number.isInteger(pid) && pid > 0 && existsSync(`/proc/${pid}`) ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+module.exports = { run, HELP };

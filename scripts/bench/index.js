@@ -1,0 +1,44 @@
+#!/usr/bin/env node
+'use strict';
+// Benchmarks: `npm run bench -- <name> [options]` (package.json: "bench": "node scripts/bench/index.js").
+//
+//   ann     recall@10 and q/s: brute force, hnswlib-node HNSW, Milvus HNSW / IVF_SQ8 on bigann10k
+//   embed   chunks/s of the embedders (hashing, ONNX models in .models/) at batch sizes 1, 8, 32
+//   load    autocannon against POST /v1/query of the embedded platform (or --url) at 10/50/100 connections
+//   ingest  documents and chunks per second through the pipeline, with the share of each stage
+//
+// Each prints progress on stderr, then a results table and one JSON line on stdout (with hardware and date).
+// `npm run bench -- <name> --help` lists the options. Needs `npm run build` (the scripts load dist/).
+const BENCHES = {
+  ann: () => require('./ann'),
+  embed: () => require('./embed'),
+  load: () => require('./load'),
+  ingest: () => require('./ingest'),
+};
+
+function help() {
+  const text = require('node:fs').readFileSync(__filename, 'utf8').split('\n').slice(2, 11).map((l) => l.replace(/^\/\/ ?/, ''));
+  process.stdout.write(text.join('\n') + '\n');
+}
+
+async function main() {
+  const [name, ...rest] = process.argv.slice(2);
+  if (!name || name === '--help' || name === '-h' || name === 'help') {
+    help();
+    process.exit(name ? 0 : 2);
+  }
+  const bench = BENCHES[name];
+  if (!bench) {
+    process.stderr.write(`bench: unknown benchmark "${name}"; one of ${Object.keys(BENCHES).join(', ')}\n`);
+    process.exit(2);
+  }
+  await bench().run(rest);
+}
+
+main().then(
+  () => process.exit(process.exitCode ?? 0),
+  (e) => {
+    process.stderr.write(`bench: ${e && e.stack ? e.stack : e}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,154 @@
+'use strict';
+// bench ingest: documents and chunks per second through the ingestion pipeline, with each stage's share of the time.
+const c = require('./lib/common');
+const p = require('./lib/platform');
+
+const spec = {
+  url: { type: 'repeat', default: [], help: 'also (or, with --no-embedded, only) measure a running gateway, e.g. http://127.0.0.1:8080 (repeatable)' },
+  embedded: { type: 'bool', default: true, help: 'measure the embedded platform in this process (--no-embedded to skip)' },
+  'metrics-url': { type: 'repeat', default: [], help: 'with --url: /metrics URLs to read the stage histogram from (default: the gateway port and the next 7, as scripts/distributed.js assigns them)' },
+  'api-key': { type: 'string', default: process.env.RAG_BENCH_API_KEY, help: 'Bearer key for --url (RAG_BENCH_API_KEY)' },
+  limit: { type: 'int', default: undefined, help: 'only the first N Cranfield documents' },
+  repeat: { type: 'int', default: 1, help: 'rounds; targets alternate within each round (A B A B)' },
+  'eval-dir': { type: 'string', default: c.defaultEvalDir, help: 'evaluation data folder (cranfield/ inside)' },
+  keep: { type: 'bool', default: false, help: 'with --url: keep the ingested documents (default: delete them afterwards)' },
+  'timeout-s': { type: 'int', default: 1800, help: 'give up waiting for one ingestion after this long' },
+  'max-seconds': { type: 'int', default: 3600, help: 'hard limit for the whole run' },
+};
+
+const HELP = `usage: npm run bench -- ingest [options]
+
+Ingests the Cranfield corpus (1,400 documents) under fresh ids and reports documents/s and chunks/s from the
+first submit to the last "indexed" status, and the share of the time spent in each pipeline stage (the
+rag_stage_duration_seconds histogram: loader, chunker, embedder, indexer, registry; plus the submit call).
+Embedded: createEmbeddedContext in this process with a temporary RAG_DATA_DIR and the environment's settings
+(RAG_EMBEDDER etc.). --url: a running gateway over HTTP (POST /v1/documents:batch, polling GET /v1/documents/{id});
+start it with the same RAG_EMBEDDER/RAG_EMBEDDING_MODEL so the two are comparable. Both given: printed side by side.`;
+
+async function measureEmbedded(corpus, opts, round) {
+  const services = c.requireDist('libs/services/src/index.js');
+  const { metricsRegistry } = c.requireDist('libs/platform/src/index.js');
+  const dataDir = p.tempDataDir('ingest');
+  const cfg = p.embeddedConfig({ dataDir });
+  c.log(`embedded: starting (data ${dataDir}, embedder ${p.describeConfig(cfg).embedder}) …`);
+  const tStart = Date.now();
+  const handles = await services.createEmbeddedContext(cfg);
+  const startS = (Date.now() - tStart) / 1000;
+  try {
+    const docs = p.cranfieldDocs(corpus, `bench-ingest-r${round}:`);
+    const before = p.stagesFromJson(await metricsRegistry.getMetricsAsJSON());
+    const r = await p.ingestAndWait(p.inProcessClient(handles), docs, { timeoutMs: opts.timeoutS * 1000, label: 'embedded' });
+    const after = p.stagesFromJson(await metricsRegistry.getMetricsAsJSON());
+    return { target: 'embedded', where: 'in-process', config: p.describeConfig(cfg), start_s: startS, ...r, stages: p.diffStages(before, after), stage_source: 'metricsRegistry.getMetricsAsJSON() of this process' };
+  } finally {
+    await handles.close();
+    p.removeDir(dataDir);
+  }
+}
+
+function metricsUrls(origin, given) {
+  if (given.length) return given.map((u) => c.assertLoopbackUrl(u, '--metrics-url') + new URL(u).pathname);
+  const u = new URL(origin);
+  const port = Number(u.port || 80);
+  return Array.from({ length: 8 }, (_, i) => `${u.protocol}//${u.hostname}:${port + i}/metrics`);
+}
+
+async function scrape(urls, apiKey) {
+  const texts = [];
+  const answered = [];
+  for (const url of urls) {
+    try {
+      const r = await c.httpJson('GET', url, undefined, { timeoutMs: 5000, apiKey });
+      if (r.ok && r.text.includes('rag_')) {
+        texts.push(r.text);
+        answered.push(url);
+      }
+    } catch {
+      /* not a service */
+    }
+  }
+  return { texts, answered };
+}
+
+async function measureRemote(url, corpus, opts, round) {
+  const client = p.httpClient(url, opts.apiKey);
+  if (!(await client.healthy())) throw new Error(`${client.origin}/healthz does not answer: is the gateway running?`);
+  const urls = metricsUrls(client.origin, opts.metricsUrl);
+  const docs = p.cranfieldDocs(corpus, `bench-ingest-${Date.now().toString(36)}-r${round}:`);
+  const b = await scrape(urls, opts.apiKey);
+  c.log(`${client.origin}: stage histogram from ${b.answered.length} /metrics endpoint(s): ${b.answered.join(' ') || 'none'}`);
+  try {
+    const r = await p.ingestAndWait(client, docs, { timeoutMs: opts.timeoutS * 1000, label: client.origin });
+    const a = await scrape(b.answered, opts.apiKey);
+    return { target: client.origin, where: 'HTTP', ...r, stages: p.diffStages(p.stagesFromText(b.texts), p.stagesFromText(a.texts)), stage_source: b.answered.length ? b.answered.join(' ') : 'no /metrics answered' };
+  } finally {
+    if (!opts.keep) {
+      c.log(`${client.origin}: deleting the ${docs.length} benchmark documents (--keep to keep them) …`);
+      await client.remove(docs.map((d) => d.id));
+    }
+  }
+}
+
+async function run(argv) {
+  const opts = c.parseArgs(argv, spec);
+  if (opts.help) return process.stdout.write(c.usage(HELP, spec));
+  const stopWatchdog = c.watchdog(opts.maxSeconds, 'ingest');
+  const started = new Date();
+  const hw = c.hardware();
+  const remotes = opts.url.map((u) => c.assertLoopbackUrl(u, '--url'));
+  const useEmbedded = opts.embedded;
+  if (!useEmbedded && !remotes.length) throw new Error('nothing to measure: --no-embedded needs --url');
+  let { corpus } = c.readCranfield(opts.evalDir);
+  if (opts.limit) corpus = corpus.slice(0, opts.limit);
+
+  const runs = [];
+  for (let round = 1; round <= opts.repeat; round++) {
+    if (useEmbedded) runs.push({ round, ...(await measureEmbedded(corpus, opts, round)) });
+    for (const u of remotes) runs.push({ round, ...(await measureRemote(u, corpus, opts, round)) });
+  }
+  stopWatchdog();
+
+  const notes = [];
+  const rows = [];
+  const stageRows = [];
+  const byTarget = new Map();
+  for (const r of runs) {
+    r.docs_per_s = r.indexed / r.seconds;
+    r.chunks_per_s = r.chunks / r.seconds;
+    if (!byTarget.has(r.target)) byTarget.set(r.target, []);
+    byTarget.get(r.target).push(r);
+    rows.push([r.target, r.round, r.indexed, r.failed + r.rejected, r.chunks, r.seconds.toFixed(1), r.submit_s.toFixed(1), r.docs_per_s.toFixed(1), r.chunks_per_s.toFixed(1)]);
+    if (r.failed || r.rejected) notes.push(`${r.target} round ${r.round}: ${r.failed} failed, ${r.rejected} rejected (${JSON.stringify(r.failed_examples)})`);
+    const stages = { ...r.stages };
+    // The edge: the submit calls themselves (validation, registry accept, bus publish; HTTP for --url).
+    stages['submit (measured here)'] = { sum: r.submit_s, count: r.accepted };
+    const total = Object.values(stages).reduce((a, s) => a + s.sum, 0);
+    r.stage_share = {};
+    for (const [stage, s] of Object.entries(stages).sort((x, y) => y[1].sum - x[1].sum)) {
+      r.stage_share[stage] = s.sum / total;
+      stageRows.push([r.target, r.round, stage, s.count, s.sum.toFixed(2), s.count ? ((s.sum / s.count) * 1000).toFixed(2) : '–', `${((s.sum / total) * 100).toFixed(1)} %`, `${((s.sum / r.seconds) * 100).toFixed(0)} %`]);
+    }
+  }
+  const sections = [
+    { title: `ingestion throughput (Cranfield, ${corpus.length} documents per run)`, head: ['target', 'round', 'indexed', 'failed', 'chunks', 'wall s', 'submit s', 'docs/s', 'chunks/s'], rows },
+    { title: 'time by stage (rag_stage_duration_seconds, summed over messages)', head: ['target', 'round', 'stage', 'messages', 'sum s', 'ms/message', 'share', 'of wall'], rows: stageRows },
+  ];
+  const targets = [...byTarget.keys()];
+  if (targets.length > 1) {
+    const med = (t, k) => c.median(byTarget.get(t).map((r) => r[k]));
+    const ref = targets[0];
+    sections.push({
+      title: `side by side (median of rounds; ratio = target / ${ref})`,
+      head: ['target', 'docs/s', 'chunks/s', 'x docs/s'],
+      rows: targets.map((t) => [t, med(t, 'docs_per_s').toFixed(1), med(t, 'chunks_per_s').toFixed(1), `${(med(t, 'docs_per_s') / med(ref, 'docs_per_s')).toFixed(2)}x`]),
+    });
+  }
+  const emb = runs.find((r) => r.config);
+  if (emb) notes.push(`embedded config: ${JSON.stringify(emb.config)} (from the environment; fresh temporary RAG_DATA_DIR per round).`);
+  notes.push('chunks = the "chunks" of each indexed document (child chunks written to the indexes). wall s = first submit → last terminal status; docs/s and chunks/s use it.');
+  notes.push('share = stage sum / sum of all stages; "of wall" = stage sum / wall time (stages overlap: partitions run in parallel and stages pipeline, so the column can add up past 100 %). The "registry" stage is the status projector consuming index events.');
+  if (remotes.length) notes.push('--url: the remote stages are read from every /metrics that answered (gateway port and the next 7 by default); run it with the same RAG_EMBEDDER/RAG_EMBEDDING_MODEL as the embedded run, which this script cannot check.');
+  c.report({ bench: 'ingest', hw, started, sections, notes, json: { documents_per_run: corpus.length, runs } });
+}
+
+module.exports = { run, HELP };

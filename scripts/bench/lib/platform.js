@@ -1,0 +1,255 @@
+'use strict';
+// Targets for the load and ingest benchmarks: the embedded platform in this process (from dist/), or a running
+// gateway over HTTP (loopback only). Both offer submit / statuses / metrics with the same shapes.
+const { mkdtempSync, rmSync } = require('node:fs');
+const os = require('node:os');
+const { join, resolve } = require('node:path');
+const c = require('./common');
+
+const TERMINAL = new Set(['indexed', 'failed', 'deleted']);
+
+/** Platform config for an embedded target: env settings, a (temp) data dir, loopback, anonymous, quiet logs. */
+function embeddedConfig({ dataDir, port = 0, overrides = {} }) {
+  const platform = c.requireDist('libs/platform/src/index.js');
+  if (!process.env.RAG_LOG_LEVEL) platform.setLogLevel('warn');
+  return platform.loadConfig(process.env, { RAG_DATA_DIR: dataDir, RAG_PORT: port, RAG_HOST: '127.0.0.1', RAG_API_KEYS: undefined, RAG_OPEN_BROWSER: false, ...overrides });
+}
+
+function tempDataDir(label) {
+  return mkdtempSync(join(os.tmpdir(), `rag-bench-${label}-`));
+}
+
+function removeDir(dir) {
+  try {
+    rmSync(dir, { recursive: true, force: true });
+  } catch (e) {
+    c.log(`could not remove ${dir}: ${e.message}`);
+  }
+}
+
+/** What an embedded instance is configured with, for the report. */
+function describeConfig(cfg) {
+  return {
+    embedder: cfg.RAG_EMBEDDER === 'onnx' ? `onnx:${cfg.RAG_EMBEDDING_MODEL}` : cfg.RAG_EMBEDDER,
+    reranker: cfg.RAG_RERANKER,
+    llm: cfg.RAG_LLM,
+    chunk_tokens: cfg.RAG_CHUNK_TOKENS,
+    chunk_overlap_tokens: cfg.RAG_CHUNK_OVERLAP_TOKENS,
+    parent_chunk_tokens: cfg.RAG_PARENT_CHUNK_TOKENS,
+    hnsw_ef: cfg.RAG_HNSW_EF,
+    bus_partitions: cfg.RAG_BUS_PARTITIONS,
+    sqlite_synchronous: cfg.RAG_SQLITE_SYNCHRONOUS,
+  };
+}
+
+/** Client over the in-process handles (DocumentService + Registry), as the CLI's InProcessClient does it. */
+function inProcessClient(handles) {
+  return {
+    where: 'embedded (in-process)',
+    async submit(docs) {
+      const out = [];
+      for (const d of docs) {
+        const v = handles.documents.validate({ id: d.id, ...(d.title ? { title: d.title } : {}), text: d.text });
+        if (!v.ok) {
+          out.push({ document_id: d.id, ok: false, error: v.error.message });
+          continue;
+        }
+        const r = await handles.documents.submit(v.value, 'default');
+        out.push(r.ok ? { document_id: r.value.document_id, ok: true, unchanged: !!r.value.unchanged } : { document_id: d.id, ok: false, error: r.error.message });
+      }
+      return out;
+    },
+    async statuses(ids) {
+      const out = [];
+      for (const id of ids) {
+        const r = await handles.registry.get(id);
+        if (r) out.push({ document_id: id, status: r.status, chunks: r.chunks, error: r.error });
+      }
+      return out;
+    },
+    async remove(ids) {
+      for (const id of ids) await handles.documents.delete(id, 'default');
+    },
+  };
+}
+
+/** Client over a gateway's HTTP API (loopback only). */
+function httpClient(url, apiKey) {
+  const origin = c.assertLoopbackUrl(url, '--url');
+  const call = (method, path, body, timeoutMs) => c.httpJson(method, origin + path, body, { apiKey, timeoutMs });
+  return {
+    where: origin,
+    origin,
+    async healthy() {
+      try {
+        return (await call('GET', '/healthz', undefined, 3000)).ok;
+      } catch {
+        return false;
+      }
+    },
+    async submit(docs) {
+      const out = [];
+      for (let i = 0; i < docs.length; i += 100) {
+        const batch = docs.slice(i, i + 100);
+        const r = await call('POST', '/v1/documents:batch', { documents: batch.map((d) => ({ id: d.id, ...(d.title ? { title: d.title } : {}), text: d.text })) }, 60_000);
+        if (!r.ok) throw new Error(`POST /v1/documents:batch: ${r.status} ${r.text.slice(0, 300)}`);
+        for (const a of r.json.accepted ?? []) out.push({ document_id: a.document_id, ok: true, unchanged: !!a.unchanged });
+        for (const j of r.json.rejected ?? []) out.push({ document_id: batch[j.index]?.id, ok: false, error: j.error?.message ?? JSON.stringify(j.error) });
+      }
+      return out;
+    },
+    async statuses(ids) {
+      const out = [];
+      const queue = [...ids];
+      const worker = async () => {
+        for (let id = queue.shift(); id !== undefined; id = queue.shift()) {
+          try {
+            const r = await call('GET', `/v1/documents/${encodeURIComponent(id)}`, undefined, 15_000);
+            if (r.ok && r.json) out.push({ document_id: id, status: r.json.status, chunks: r.json.chunks, error: r.json.error });
+          } catch {
+            /* not visible yet */
+          }
+        }
+      };
+      await Promise.all(Array.from({ length: 8 }, worker));
+      return out;
+    },
+    async remove(ids) {
+      const queue = [...ids];
+      const worker = async () => {
+        for (let id = queue.shift(); id !== undefined; id = queue.shift()) {
+          try {
+            await call('DELETE', `/v1/documents/${encodeURIComponent(id)}`, undefined, 15_000);
+          } catch {
+            /* best effort */
+          }
+        }
+      };
+      await Promise.all(Array.from({ length: 8 }, worker));
+    },
+    async metricsText(path = '/metrics') {
+      const r = await call('GET', path, undefined, 5000);
+      return r.ok ? r.text : undefined;
+    },
+  };
+}
+
+/**
+ * Submits documents and waits until every accepted one is in a terminal state. Returns counts, chunks and
+ * timings (submit_s = time to hand everything over, seconds = first submit to last terminal status).
+ */
+async function ingestAndWait(client, docs, { timeoutMs = 30 * 60_000, label = 'ingest', pollMs = 250 } = {}) {
+  const t0 = process.hrtime.bigint();
+  const pending = new Set();
+  const rejected = [];
+  let unchanged = 0;
+  for (let i = 0; i < docs.length; i += 100) {
+    for (const o of await client.submit(docs.slice(i, i + 100))) {
+      if (!o.ok) rejected.push(o);
+      else {
+        if (o.unchanged) unchanged++;
+        pending.add(o.document_id);
+      }
+    }
+  }
+  const submitS = Number(process.hrtime.bigint() - t0) / 1e9;
+  c.log(`${label}: submitted ${docs.length} documents in ${submitS.toFixed(1)} s (${rejected.length} rejected, ${unchanged} unchanged)`);
+  const deadline = Date.now() + timeoutMs;
+  let indexed = 0;
+  let chunks = 0;
+  const failed = [];
+  let lastLog = Date.now();
+  while (pending.size > 0) {
+    const views = await client.statuses([...pending]);
+    for (const v of views) {
+      if (!TERMINAL.has(v.status)) continue;
+      pending.delete(v.document_id);
+      if (v.status === 'indexed') {
+        indexed++;
+        chunks += Number(v.chunks) || 0;
+      } else failed.push({ document_id: v.document_id, status: v.status, error: v.error });
+    }
+    if (pending.size === 0) break;
+    if (Date.now() > deadline) throw new Error(`${label}: ${pending.size} documents still not indexed after ${Math.round(timeoutMs / 1000)} s`);
+    if (Date.now() - lastLog > 5000) {
+      c.log(`${label}: ${docs.length - rejected.length - pending.size}/${docs.length - rejected.length} done, ${chunks} chunks`);
+      lastLog = Date.now();
+    }
+    await c.sleep(pollMs);
+  }
+  const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+  c.log(`${label}: ${indexed} indexed, ${failed.length} failed, ${chunks} chunks in ${seconds.toFixed(1)} s`);
+  return { documents: docs.length, accepted: docs.length - rejected.length, rejected: rejected.length, unchanged, indexed, failed: failed.length, failed_examples: failed.slice(0, 3), chunks, submit_s: submitS, seconds };
+}
+
+/** Cranfield documents with an id prefix (each prefix is a distinct copy of the corpus). */
+function cranfieldDocs(corpus, prefix) {
+  return corpus.filter((d) => typeof d.text === 'string' && d.text.trim()).map((d) => ({ id: `${prefix}${d._id}`, title: d.title || undefined, text: d.text }));
+}
+
+// ---------- stage histogram ----------
+
+const STAGE = 'rag_stage_duration_seconds';
+
+/** {stage: {sum, count}} from prom-client's getMetricsAsJSON(). */
+function stagesFromJson(metrics) {
+  const out = {};
+  const h = metrics.find((m) => m.name === STAGE);
+  for (const v of h?.values ?? []) {
+    const stage = v.labels?.stage;
+    if (!stage) continue;
+    out[stage] ??= { sum: 0, count: 0 };
+    if (v.metricName === `${STAGE}_sum`) out[stage].sum += Number(v.value);
+    else if (v.metricName === `${STAGE}_count`) out[stage].count += Number(v.value);
+  }
+  return out;
+}
+
+/** {stage: {sum, count}} from Prometheus text exposition (any number of scraped processes, summed). */
+function stagesFromText(texts) {
+  const out = {};
+  const re = new RegExp(`^${STAGE}_(sum|count)\\{([^}]*)\\}\\s+([^\\s]+)`, 'mg');
+  for (const text of texts) {
+    if (!text) continue;
+    for (const m of text.matchAll(re)) {
+      const stage = /(?:^|,)stage="([^"]*)"/.exec(m[2])?.[1];
+      if (!stage) continue;
+      out[stage] ??= { sum: 0, count: 0 };
+      out[stage][m[1]] += Number(m[3]);
+    }
+  }
+  return out;
+}
+
+function diffStages(before, after) {
+  const out = {};
+  for (const [stage, a] of Object.entries(after)) {
+    const b = before[stage] ?? { sum: 0, count: 0 };
+    const d = { sum: a.sum - b.sum, count: a.count - b.count };
+    if (d.count > 0 || d.sum > 0) out[stage] = d;
+  }
+  return out;
+}
+
+/** A gauge value (e.g. rag_process_resident_memory_bytes) from Prometheus text. */
+function gaugeFromText(text, name) {
+  if (!text) return undefined;
+  const m = new RegExp(`^${name}(?:\\{[^}]*\\})?\\s+([^\\s]+)`, 'm').exec(text);
+  return m ? Number(m[1]) : undefined;
+}
+
+module.exports = {
+  embeddedConfig,
+  tempDataDir,
+  removeDir,
+  describeConfig,
+  inProcessClient,
+  httpClient,
+  ingestAndWait,
+  cranfieldDocs,
+  stagesFromJson,
+  stagesFromText,
+  diffStages,
+  gaugeFromText,
+  resolve,
+};

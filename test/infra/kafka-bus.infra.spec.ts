@@ -1,0 +1,253 @@
+import { randomBytes } from 'node:crypto';
+import { Kafka, logLevel } from 'kafkajs';
+import { KafkaBus, type KafkaBusOptions } from '@rag/adapters';
+import { ALL_TOPICS, DLQ_HEADERS, Topic } from '@rag/contracts';
+import { Logger, setLogLevel } from '@rag/platform';
+import { NonRetryableError, type BusMessage } from '@rag/ports';
+
+/*
+ * KafkaBus against a real broker (RAG_KAFKA_BROKERS, default 127.0.0.1:9092). Start one first:
+ *   bash deploy/local/servers.sh start kafka
+ * Every test works on its own topics (a unique prefix) and deletes them afterwards.
+ */
+
+setLogLevel('error');
+const brokers = (process.env.RAG_KAFKA_BROKERS ?? '127.0.0.1:9092').split(',').map((b) => b.trim());
+const run = randomBytes(4).toString('hex');
+const prefixes: string[] = [];
+const buses: KafkaBus[] = [];
+let n = 0;
+
+function newPrefix(): string {
+  const p = `it-${run}-${++n}.`;
+  prefixes.push(p);
+  return p;
+}
+
+function open(prefix: string, extra: Partial<KafkaBusOptions> = {}): KafkaBus {
+  const bus = new KafkaBus({
+    brokers,
+    clientId: `rag-infra-${run}`,
+    topicPrefix: prefix,
+    partitions: 4,
+    retryBaseMs: 20,
+    retryMaxMs: 100,
+    heartbeatIntervalMs: 500,
+    sessionTimeoutMs: 10_000,
+    logger: new Logger('kafka-it'),
+    ...extra,
+  });
+  buses.push(bus);
+  return bus;
+}
+
+const admin = new Kafka({ brokers, clientId: `rag-infra-admin-${run}`, logLevel: logLevel.NOTHING }).admin();
+
+beforeAll(async () => {
+  try {
+    await admin.connect();
+  } catch (e) {
+    throw new Error(`no Kafka broker at ${brokers.join(',')} (${e instanceof Error ? e.message : String(e)}): start one with \`bash deploy/local/servers.sh start kafka\``);
+  }
+});
+
+afterAll(async () => {
+  for (const b of buses) await b.close().catch(() => undefined);
+  const topics = (await admin.listTopics()).filter((t) => prefixes.some((p) => t.startsWith(p)));
+  if (topics.length) await admin.deleteTopics({ topics }).catch(() => undefined);
+  const groups = (await admin.listGroups()).groups.map((g) => g.groupId).filter((g) => g.startsWith(`it-${run}`));
+  if (groups.length) await admin.deleteGroups(groups).catch(() => undefined);
+  await admin.disconnect();
+});
+
+const gate = () => {
+  let open!: () => void;
+  const p = new Promise<void>((r) => (open = r));
+  return { wait: p, open };
+};
+
+describe('KafkaBus on a real broker', () => {
+  it('creates the topics of the design with the configured partitions, idempotently', async () => {
+    const prefix = newPrefix();
+    await open(prefix, { partitions: 3 }).start();
+    await open(prefix, { partitions: 3 }).start();
+    const meta = await admin.fetchTopicMetadata({ topics: ALL_TOPICS.map((t) => prefix + t) });
+    expect(meta.topics.map((t) => [t.name, t.partitions.length]).sort()).toEqual(ALL_TOPICS.map((t) => [prefix + t, 3]).sort());
+  });
+
+  it('keeps per-key order across partitions, one message at a time per partition, for every group', async () => {
+    const prefix = newPrefix();
+    const bus = open(prefix);
+    const groups = [`it-${run}-order-a`, `it-${run}-order-b`];
+    const seen = new Map<string, Map<string, number[]>>(groups.map((g) => [g, new Map()]));
+    const partitionsSeen = new Set<number>();
+    const busy = new Set<string>();
+    let overlap = false;
+    for (const group of groups) {
+      await bus.subscribe({
+        group,
+        topic: Topic.Chunks,
+        stage: 'embedder',
+        handler: async (m: BusMessage) => {
+          const slot = `${group}/${m.partition}`;
+          if (busy.has(slot)) overlap = true;
+          busy.add(slot);
+          partitionsSeen.add(m.partition);
+          await new Promise((r) => setTimeout(r, Math.random() * 3));
+          const perKey = seen.get(group)!;
+          perKey.set(m.key, [...(perKey.get(m.key) ?? []), (m.value as { n: number }).n]);
+          busy.delete(slot);
+        },
+      });
+    }
+    await bus.start();
+    const keys = [...Array(8).keys()].map((k) => `doc-${k}`);
+    for (let i = 0; i < 40; i += 10) {
+      const batch = [];
+      for (let j = i; j < i + 10; j++) for (const key of keys) batch.push({ key, value: { n: j } });
+      await bus.publish(Topic.Chunks, batch);
+    }
+    await bus.drain(60_000);
+    for (const group of groups) for (const key of keys) expect(seen.get(group)!.get(key)).toEqual([...Array(40).keys()]);
+    expect(partitionsSeen.size).toBeGreaterThan(1);
+    expect(overlap).toBe(false);
+    const lag = (await bus.lag()).filter((l) => groups.includes(l.group));
+    expect(lag.map((l) => l.lag)).toEqual([0, 0]);
+  });
+
+  it('retries with backoff, then dead-letters with reason, stage, original topic and attempts headers, and moves on', async () => {
+    const prefix = newPrefix();
+    const bus = open(prefix, { maxAttempts: 3 });
+    const attempts: number[] = [];
+    const after: string[] = [];
+    const dead: BusMessage[] = [];
+    await bus.subscribe({
+      group: `it-${run}-chunker`,
+      topic: Topic.Documents,
+      stage: 'chunker',
+      handler: async (m) => {
+        const v = m.value as { ok: boolean; n: number };
+        if (!v.ok) {
+          attempts.push(m.attempt);
+          throw new Error(`cannot chunk ${v.n}`);
+        }
+        after.push(`${m.key}:${v.n}`);
+      },
+    });
+    await bus.subscribe({ group: `it-${run}-dlq`, topic: Topic.Dlq, stage: 'dlq-reader', handler: async (m) => void dead.push(m) });
+    await bus.start();
+    await bus.publish(Topic.Documents, [
+      { key: 'doc-x', value: { ok: false, n: 1 }, headers: { 'x-trace-id': 'abc' } },
+      { key: 'doc-x', value: { ok: true, n: 2 } },
+    ]);
+    await bus.drain(60_000);
+    expect(attempts).toEqual([1, 2, 3]);
+    expect(after).toEqual(['doc-x:2']);
+    expect(dead).toHaveLength(1);
+    expect(dead[0]!.key).toBe('doc-x');
+    expect(dead[0]!.value).toEqual({ ok: false, n: 1 });
+    expect(dead[0]!.headers).toMatchObject({
+      'x-trace-id': 'abc',
+      [DLQ_HEADERS.reason]: 'cannot chunk 1',
+      [DLQ_HEADERS.stage]: 'chunker',
+      [DLQ_HEADERS.originalTopic]: Topic.Documents,
+      [DLQ_HEADERS.attempts]: '3',
+    });
+  });
+
+  it('sends a NonRetryableError to the DLQ at once', async () => {
+    const prefix = newPrefix();
+    const bus = open(prefix, { maxAttempts: 5 });
+    let calls = 0;
+    const dead: BusMessage[] = [];
+    await bus.subscribe({
+      group: `it-${run}-loader`,
+      topic: Topic.SourceEvents,
+      stage: 'loader',
+      handler: async () => {
+        calls++;
+        throw new NonRetryableError('invalid source event');
+      },
+    });
+    await bus.subscribe({ group: `it-${run}-dlq2`, topic: Topic.Dlq, stage: 'dlq-reader', handler: async (m) => void dead.push(m) });
+    await bus.start();
+    await bus.publish(Topic.SourceEvents, [{ key: 'upload:1', value: { nonsense: true } }]);
+    await bus.drain(60_000);
+    expect(calls).toBe(1);
+    expect(dead.map((d) => [d.headers[DLQ_HEADERS.reason], d.headers[DLQ_HEADERS.attempts], d.headers[DLQ_HEADERS.stage]])).toEqual([
+      ['invalid source event', '1', 'loader'],
+    ]);
+  });
+
+  it('redelivers what a closed consumer had not committed (at-least-once) and nothing it had', async () => {
+    const prefix = newPrefix();
+    const group = `it-${run}-redeliver`;
+    const first = open(prefix);
+    const handled: number[] = [];
+    const entered = gate();
+    const release = gate();
+    await first.subscribe({
+      group,
+      topic: Topic.ChunksEmbedded,
+      stage: 'indexer',
+      handler: async (m) => {
+        const v = (m.value as { n: number }).n;
+        if (v === 3) {
+          entered.open();
+          await release.wait;
+          throw new Error('killed mid-message');
+        }
+        handled.push(v);
+      },
+    });
+    await first.start();
+    await first.publish(
+      Topic.ChunksEmbedded,
+      [...Array(8).keys()].map((v) => ({ key: 'doc-same', value: { n: v } })),
+    );
+    await entered.wait;
+    const closing = first.close();
+    release.open();
+    await closing;
+    expect(handled).toEqual([0, 1, 2]);
+
+    const second = open(prefix);
+    const again: number[] = [];
+    await second.subscribe({ group, topic: Topic.ChunksEmbedded, stage: 'indexer', handler: async (m) => void again.push((m.value as { n: number }).n) });
+    await second.start();
+    await second.drain(60_000);
+    expect(again).toEqual([3, 4, 5, 6, 7]);
+  });
+
+  it('reports lag until handlers resolve, drains, and sees the groups of other processes', async () => {
+    const prefix = newPrefix();
+    const group = `it-${run}-lagger`;
+    const consumer = open(prefix);
+    const release = gate();
+    const done: number[] = [];
+    await consumer.subscribe({
+      group,
+      topic: Topic.IndexEvents,
+      stage: 'registry',
+      handler: async (m) => {
+        await release.wait;
+        done.push((m.value as { n: number }).n);
+      },
+    });
+    await consumer.start();
+    const producer = open(prefix);
+    await producer.publish(
+      Topic.IndexEvents,
+      [...Array(5).keys()].map((v) => ({ key: `doc-${v}`, value: { n: v } })),
+    );
+    await expect(consumer.drain(1_500)).rejects.toThrow(/did not drain/);
+    const before = (await consumer.lag()).find((l) => l.group === group && l.topic === Topic.IndexEvents);
+    expect(before?.lag).toBe(5);
+    release.open();
+    await consumer.drain(60_000);
+    expect(done.sort()).toEqual([0, 1, 2, 3, 4]);
+    // the producer-only bus (another process) sees the consumer's group, now caught up
+    const seenElsewhere = (await producer.lag()).find((l) => l.group === group && l.topic === Topic.IndexEvents);
+    expect(seenElsewhere).toEqual({ group, topic: Topic.IndexEvents, lag: 0 });
+  });
+});
