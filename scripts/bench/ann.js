@@ -16,6 +16,7 @@ const spec = {
   'milvus-nprobe': { type: 'intlist', default: [1, 8, 32], help: 'Milvus IVF_SQ8 nprobe values' },
   'milvus-nlist': { type: 'int', default: 128, help: 'Milvus IVF_SQ8 nlist' },
   milvus: { type: 'string', default: process.env.RAG_MILVUS_ADDRESS || '127.0.0.1:19530', help: 'Milvus address (RAG_MILVUS_ADDRESS)' },
+  'milvus-metrics': { type: 'string', default: 'http://127.0.0.1:9091/metrics', help: "Milvus health port's Prometheus endpoint (entity_size)" },
   'skip-milvus': { type: 'bool', default: false, help: 'do not measure Milvus' },
   'min-seconds': { type: 'number', default: 1, help: 'repeat the query set until each measurement ran this long' },
   'max-passes': { type: 'int', default: 100, help: 'at most this many passes over the query set per measurement' },
@@ -204,29 +205,30 @@ async function run(argv) {
 
   stopWatchdog();
   const ratioBase = rows[1].qps;
-  const resultRows = rows.map((r) => [r.method, r.param, r.recall_l2.toFixed(3), r.recall_cos.toFixed(3), r.qps.toFixed(0), `${(r.qps / ratioBase).toFixed(1)}x`, r.queries]);
+  const resultRows = rows.map((r) => [r.method, r.param, r.recall_l2.toFixed(3), r.recall_cos.toFixed(3), r.qps.toFixed(0), `${(r.qps / ratioBase).toFixed(1)}x`, r.batch_qps === undefined ? '–' : r.batch_qps.toFixed(0), r.queries]);
+  const na = (v) => (v === undefined ? 'n/a' : v.toFixed(0));
   const memRows = [
-    ['raw float32 vector', '–', String(base.dim * 4), '–', '–'],
-    ['hnswlib-node HNSW', `M=${opts.m} efC=${opts.efConstruction}`, hnswMem.file_bytes_per_vector.toFixed(0), hnswMem.rss_delta_bytes_per_vector.toFixed(0), hnswBuildS.toFixed(2)],
+    ['raw float32 vector', '–', String(base.dim * 4), '–', '–', '–', '–', '–'],
+    ['hnswlib-node HNSW', `M=${opts.m} efC=${opts.efConstruction}`, hnswMem.file_bytes_per_vector.toFixed(0), '–', '–', hnswMem.rss_delta_bytes_per_vector.toFixed(0), hnswBuildS.toFixed(2), '–'],
   ];
   for (const b of milvus.builds ?? []) {
-    memRows.push([`Milvus ${b.index}`, b.params, b.segment_mem_bytes_per_vector === undefined ? 'n/a' : b.segment_mem_bytes_per_vector.toFixed(0), b.rss_delta_bytes_per_vector === undefined ? 'n/a' : b.rss_delta_bytes_per_vector.toFixed(0), `${b.build_s.toFixed(2)} (+load ${b.load_s.toFixed(2)})`]);
+    memRows.push([`Milvus ${b.index}`, b.params, 'n/a', na(b.loaded_data_bytes_per_vector), na(b.getmetric_mem_delta_bytes_per_vector), na(b.rss_delta_bytes_per_vector), b.build_s.toFixed(2), b.load_s.toFixed(2)]);
   }
   notes.push(
     `recall@${k} "vs L2 GT" is against groundtruth.ivecs (exact L2); "vs cosine" is against this run's exact cosine brute force. ` +
       `The embedded store and Milvus use COSINE, so "vs cosine" measures the index; exact cosine and exact L2 top-${k} agree on ${(overlap * 100).toFixed(1)} % here (bigann vectors are not normalised).`,
   );
   notes.push(`queries are base vectors 0..${nq - 1} (${queriesAreBase ? 'verified' : 'NOT the case in this file'}): every query finds itself, worth 1/${k} of each recall value; ground truth lists the query itself first for ${selfFirst}/${nq}.`);
-  notes.push('q/s is one query at a time from this process (Milvus: one gRPC search call per query); "x cos BF" = q/s relative to cosine brute force in this same run.');
-  notes.push('memory per vector: hnswlib = index file size / n and process RSS growth while building / n; Milvus "file/segment" = sum of loaded segment mem_size (getQuerySegmentInfo) / rows, "RSS delta" = growth of the Milvus processes' RSS (launcher pid from .local/run/milvus.pid plus its children) over insert+index+load / n.');
-  if (!milvus.skipped && milvus.metric_note) notes.push(milvus.metric_note);
+  notes.push('q/s: one query per call, one at a time, from this process (Milvus: one gRPC search per query, so mostly per-call overhead); "batch q/s": Milvus given all queries in one search call; "x cos BF" = q/s relative to cosine brute force in this same run.');
+  notes.push('memory per vector: "index file" = hnswlib writeIndex size / n; "RSS delta" = growth of this process (hnswlib build) or of the Milvus processes (launcher pid in .local/run/milvus.pid plus children) from just before createIndex to after load, / n. Milvus "loaded data" = milvus_querynode_entity_size of the collection (health-port /metrics: raw loaded fields, excludes the index); "getMetric delta" = change of the querynode memory_usage reported by the SDK getMetric(system_info) over build+load (standalone: the whole process). getQuerySegmentInfo mem_size is 0 on Milvus 2.3, so no index size per segment is available (n/a). Milvus RSS/getMetric deltas are noisy (allocator, caches, other collections on a shared server).');
+  if (milvus.insert_flush_s !== undefined) notes.push(`Milvus insert + flush of ${base.n} vectors: ${milvus.insert_flush_s.toFixed(1)} s (not part of "build s").`);
   c.report({
     bench: 'ann',
     hw,
     started,
     sections: [
-      { title: `recall@${k} and throughput (${base.n} x ${base.dim}, ${nq} queries)`, head: ['method', 'param', `recall vs L2 GT`, 'recall vs cosine', 'q/s', 'x cos BF', 'queries timed'], rows: resultRows },
-      { title: 'build time and memory per vector', head: ['index', 'params', 'file/segment B/vec', 'RSS delta B/vec', 'build s'], rows: memRows },
+      { title: `recall@${k} and throughput (${base.n} x ${base.dim}, ${nq} queries)`, head: ['method', 'param', `recall vs L2 GT`, 'recall vs cosine', 'q/s', 'x cos BF', 'batch q/s', 'queries timed'], rows: resultRows },
+      { title: 'build time and memory per vector (bytes)', head: ['index', 'params', 'index file', 'loaded data', 'getMetric delta', 'RSS delta', 'build s', 'load s'], rows: memRows },
     ],
     notes,
     json: {
@@ -269,8 +271,37 @@ async function benchMilvus({ opts, base, baseArrays, queryArrays, nq, k, mopts, 
     if (status && status.error_code && status.error_code !== 'Success') throw new Error(`milvus ${what}: ${status.error_code} ${status.reason ?? ''}`);
     return r;
   };
+  /** Memory the Milvus node reports through the SDK (getMetric system_info → querynode hardware_infos.memory_usage), bytes. */
+  const nodeMemory = async () => {
+    try {
+      const m = await client.getMetric({ request: { metric_type: 'system_info' } });
+      const resp = typeof m.response === 'string' ? JSON.parse(m.response) : m.response;
+      const qn = (resp?.nodes_info ?? []).find((nd) => /querynode/i.test(nd?.infos?.name ?? nd?.identifier ?? ''));
+      const used = Number(qn?.infos?.hardware_infos?.memory_usage);
+      return Number.isFinite(used) && used > 0 ? used : undefined;
+    } catch {
+      return undefined;
+    }
+  };
+  /** milvus_querynode_entity_size of the collection (loaded data, without the index) from the health port's /metrics. */
+  const entitySize = async (collectionId) => {
+    try {
+      c.assertLoopbackUrl(opts.milvusMetrics, '--milvus-metrics');
+      const r = await c.httpJson('GET', opts.milvusMetrics, undefined, { timeoutMs: 5000 });
+      let sum = 0;
+      let found = false;
+      for (const m of r.text.matchAll(/^milvus_querynode_entity_size\{([^}]*)\}\s+(\S+)/gm)) {
+        if (new RegExp(`collection_id="${collectionId}"`).test(m[1])) {
+          sum += Number(m[2]);
+          found = true;
+        }
+      }
+      return found ? sum : undefined;
+    } catch {
+      return undefined;
+    }
+  };
   const out = { address: opts.milvus, collection, builds: [] };
-  const rssStart = pid ? c.procTreeRssMiB(pid) : undefined;
   try {
     c.log(`milvus: collection ${collection}, inserting ${base.n} vectors …`);
     check('createCollection', await client.createCollection({
@@ -280,6 +311,8 @@ async function benchMilvus({ opts, base, baseArrays, queryArrays, nq, k, mopts, 
         { name: 'vector', data_type: DataType.FloatVector, dim: base.dim },
       ],
     }));
+    const desc = await client.describeCollection({ collection_name: collection });
+    const collectionId = String(desc.collectionID ?? desc.collection_id ?? '');
     const ti = process.hrtime.bigint();
     for (let s = 0; s < base.n; s += 2000) {
       const data = [];
@@ -296,7 +329,10 @@ async function benchMilvus({ opts, base, baseArrays, queryArrays, nq, k, mopts, 
       if (vi > 0) {
         check('release', await client.releaseCollection({ collection_name: collection }));
         check('dropIndex', await client.dropIndex({ collection_name: collection, field_name: 'vector', index_name: 'vector_idx' }));
+        await c.sleep(1000);
       }
+      const rssBefore = pid ? c.procTreeRssMiB(pid) : undefined;
+      const memBefore = await nodeMemory();
       c.log(`milvus: building ${v.index} ${JSON.stringify(v.params)} …`);
       const tb = process.hrtime.bigint();
       check('createIndex', await client.createIndex({ collection_name: collection, field_name: 'vector', index_name: 'vector_idx', index_type: v.index, metric_type: 'COSINE', params: v.params }));
@@ -311,47 +347,49 @@ async function benchMilvus({ opts, base, baseArrays, queryArrays, nq, k, mopts, 
       const tl = process.hrtime.bigint();
       check('load', await client.loadCollectionSync({ collection_name: collection }));
       const loadS = Number(process.hrtime.bigint() - tl) / 1e9;
-      await c.sleep(500);
+      await c.sleep(1000);
       const build = { index: v.index, params: Object.entries(v.params).map(([a, b]) => `${a}=${b}`).join(' '), build_s: buildS, load_s: loadS };
       try {
         const seg = await client.getQuerySegmentInfo({ collectionName: collection });
         const infos = seg.infos ?? [];
         const mem = infos.reduce((a, s) => a + Number(s.mem_size || 0), 0);
-        const rowsN = infos.reduce((a, s) => a + Number(s.num_rows || 0), 0);
         build.segments = infos.length;
-        build.segment_rows = rowsN;
-        if (mem > 0 && rowsN > 0) build.segment_mem_bytes_per_vector = mem / rowsN;
+        build.segment_rows = infos.reduce((a, s) => a + Number(s.num_rows || 0), 0);
+        build.segment_mem_size_sum = mem; // 0 on Milvus 2.3: not reported
       } catch (e) {
         build.segment_info_error = e.message;
       }
-      const rssNow = pid ? c.procTreeRssMiB(pid) : undefined;
-      if (rssStart !== undefined && rssNow !== undefined) build.rss_delta_bytes_per_vector = ((rssNow - rssStart) * 2 ** 20) / base.n;
+      const es = collectionId ? await entitySize(collectionId) : undefined;
+      if (es !== undefined) build.loaded_data_bytes_per_vector = es / base.n;
+      const memAfter = await nodeMemory();
+      if (memBefore !== undefined && memAfter !== undefined) build.getmetric_mem_delta_bytes_per_vector = (memAfter - memBefore) / base.n;
+      const rssAfter = pid ? c.procTreeRssMiB(pid) : undefined;
+      if (rssBefore !== undefined && rssAfter !== undefined) build.rss_delta_bytes_per_vector = ((rssAfter - rssBefore) * 2 ** 20) / base.n;
       out.builds.push(build);
-      c.log(`  built in ${buildS.toFixed(2)} s, loaded in ${loadS.toFixed(2)} s; segment mem ${build.segment_mem_bytes_per_vector?.toFixed(0) ?? 'n/a'} B/vector`);
+      c.log(`  built in ${buildS.toFixed(2)} s, loaded in ${loadS.toFixed(2)} s; loaded data ${build.loaded_data_bytes_per_vector?.toFixed(0) ?? 'n/a'} B/vector, getMetric delta ${build.getmetric_mem_delta_bytes_per_vector?.toFixed(0) ?? 'n/a'} B/vector, RSS delta ${build.rss_delta_bytes_per_vector?.toFixed(0) ?? 'n/a'} B/vector`);
       for (const s of v.search) {
+        const search = (vectors) => client.search({ collection_name: collection, vectors, limit: k, metric_type: 'COSINE', params: s.params, output_fields: ['id'], consistency_level: 'Bounded' });
         const r = await measure(
           nq,
           async (i) => {
-            const res = await client.search({ collection_name: collection, vector: queryArrays[i], limit: k, metric_type: 'COSINE', params: s.params, output_fields: ['id'], consistency_level: 'Bounded' });
-            check('search', res);
-            return res.results.map((x) => Number(x.id));
+            const res = check('search', await search([queryArrays[i]]));
+            const hits = Array.isArray(res.results[0]) ? res.results[0] : res.results;
+            return hits.map((x) => Number(x.id));
           },
           mopts,
         );
-        add({ method: `Milvus ${v.index} cosine`, param: s.label, ...r });
+        // The same queries in one call (nq = all queries): the per-call overhead shared, the server's search speed.
+        let batchQueries = 0;
+        const tb2 = process.hrtime.bigint();
+        let batchS = 0;
+        for (let pass = 0; pass < opts.maxPasses; pass++) {
+          check('search', await search(queryArrays));
+          batchQueries += nq;
+          batchS = Number(process.hrtime.bigint() - tb2) / 1e9;
+          if (batchS >= opts.minSeconds) break;
+        }
+        add({ method: `Milvus ${v.index} cosine`, param: s.label, ...r, batch_qps: batchQueries / batchS });
       }
-    }
-    try {
-      const m = await client.getMetric({ request: { metric_type: 'system_info' } });
-      const resp = typeof m.response === 'string' ? JSON.parse(m.response) : m.response;
-      const nodes = resp?.nodes_info ?? [];
-      const mem = nodes
-        .map((nd) => nd?.infos?.hardware_infos && { name: nd.infos.name ?? nd.identifier, used: nd.infos.hardware_infos.memory_usage })
-        .filter((x) => x && x.used);
-      if (mem.length) out.metric_note = `Milvus getMetric(system_info) memory_usage after load: ${mem.map((x) => `${x.name} ${(x.used / 2 ** 20).toFixed(0)} MiB`).join(', ')} (whole node, not per collection).`;
-      out.system_info_memory = mem;
-    } catch (e) {
-      out.metric_note = `Milvus getMetric(system_info) failed: ${e.message}`;
     }
   } catch (e) {
     c.log(`milvus: failed: ${e.stack || e.message}`);

@@ -147,7 +147,8 @@ async function run(argv) {
   }
   notes.push(`${texts.length} ${opts.corpus} passages (mean ${meanChars.toFixed(0)} chars), embedded as 'passage'; chunks/s = median of ${opts.rounds} interleaved round(s) (min–max shown); every model runs on these English passages, including bge-small-zh.`);
   notes.push(`batch size = texts per embed() call = texts per ONNX run (each OnnxEmbedder created with batchSize ${maxBatch}); ratios "x vs" are within this run.`);
-  if (opts.write) notes.push(`results written to ${relative(c.root, resolve(opts.out)) || opts.out}`);
+  notes.push(`passages range from ${Math.min(...texts.map((t) => t.length))} to ${Math.max(...texts.map((t) => t.length))} chars: a batch is padded to its longest text (up to the model's max length), so unequal passages make larger batches pay for padding; chunks cut by the chunker are closer in length.`);
+  if (opts.write) notes.push(`results written to ${resolve(opts.out).startsWith(c.root + '/') ? relative(c.root, resolve(opts.out)) : resolve(opts.out)}`);
   c.report({
     bench: 'embed',
     hw,

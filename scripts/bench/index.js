@@ -38,7 +38,8 @@ async function main() {
 main().then(
   () => process.exit(process.exitCode ?? 0),
   (e) => {
-    process.stderr.write(`bench: ${e && e.stack ? e.stack : e}\n`);
+    // Expected failures (bad option, missing build, unreachable target) read best as one line; BENCH_DEBUG=1 for the stack.
+    process.stderr.write(`bench: ${process.env.BENCH_DEBUG && e && e.stack ? e.stack : e && e.message ? e.message : e}\n`);
     process.exit(1);
   },
 );

@@ -224,6 +224,7 @@ async function run(argv) {
     }
     if (remotes.length) notes.push(`--url: RSS is the gateway process's rag_process_resident_memory_bytes from its /metrics (not the other services); the benchmark corpus (bench-load-c*) is ${opts.cleanup ? 'deleted' : 'left in place for the next run (--cleanup to delete it)'}.`);
     notes.push(`latency percentiles are exact over every response (autocannon 'response' events); throughput = responses / duration. Warm-up of ${opts.warmup} s per target not counted.`);
+    notes.push('requests still in flight when a level ends (up to one per connection) are not counted; when connections / (req/s) is well above the mean latency, the slowest requests were among them, so short runs at high concurrency under-state the latency (use the 60 s default for the numbers you keep).');
     c.report({
       bench: 'load',
       hw,
