@@ -1,0 +1,118 @@
+/**
+ * Shared by the distributed infra suites. The production shape for real: eight service processes talking over Kafka and gRPC to real Kafka, Milvus and
+ * OpenSearch servers (start them first: `npm run infra:up`). Ingest through the gateway, query through the gRPC
+ * chain, update, delete; kill -9 a stage mid-ingestion; a poison message; Milvus and OpenSearch stopped and back.
+ */
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { MilvusVectorStore, OpenSearchKeywordIndex, HashingEmbedder } from '@rag/adapters';
+
+export const root = resolve(__dirname, '../..');
+export const run = `t${Date.now().toString(36)}`;
+export const dataDir = mkdtempSync(join(tmpdir(), 'rag-dist-'));
+export const GATEWAY = 18080;
+export const URL = `http://127.0.0.1:${GATEWAY}`;
+export const env: Record<string, string> = {
+  RAG_DATA_DIR: dataDir,
+  RAG_PORT: String(GATEWAY),
+  RAG_EMBEDDER_GRPC: '127.0.0.1:15051',
+  RAG_RETRIEVER_GRPC: '127.0.0.1:15052',
+  RAG_RERANKER_GRPC: '127.0.0.1:15053',
+  RAG_GENERATOR_GRPC: '127.0.0.1:15054',
+  RAG_KAFKA_TOPIC_PREFIX: `${run}.`,
+  RAG_MILVUS_COLLECTION_PREFIX: run,
+  RAG_KEYWORD_INDEX_PREFIX: `${run}-chunks`,
+  RAG_PARENT_CHUNK_TOKENS: '0',
+  RAG_BUS_PARTITIONS: '3',
+  RAG_BUS_RETRY_BASE_MS: '100',
+  RAG_DEADLINE_MS: '5000',
+  RAG_LOG_LEVEL: 'error',
+};
+
+export interface Svc {
+  name: string;
+  main: string;
+  env: Record<string, string>;
+  port: number;
+  proc?: ChildProcess;
+}
+export const services: Svc[] = [];
+
+export function startService(s: Svc): void {
+  s.proc = spawn(process.execPath, [s.main], { cwd: root, env: { ...process.env, ...env, ...s.env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  s.proc.stderr!.on('data', (d: Buffer) => {
+    if (process.env.RAG_TEST_VERBOSE) process.stderr.write(`[${s.name}] ${d}`);
+  });
+}
+
+export async function waitHealthy(port: number, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      if ((await fetch(`http://127.0.0.1:${port}/healthz`)).ok) return;
+    } catch {
+      /* not yet */
+    }
+    if (Date.now() > deadline) throw new Error(`service on ${port} not healthy`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+export async function call<T = Record<string, unknown>>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> {
+  const res = await fetch(URL + path, { method, headers: { 'content-type': 'application/json' }, ...(body ? { body: JSON.stringify(body) } : {}) });
+  return { status: res.status, body: (await res.json()) as T };
+}
+
+export async function waitAll(ids: string[], wanted: string, timeoutMs = 180_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  const pending = new Set(ids);
+  while (pending.size) {
+    for (const id of [...pending]) {
+      const r = await call<{ status: string }>('GET', `/v1/documents/${encodeURIComponent(id)}`);
+      if (r.body.status === wanted) pending.delete(id);
+    }
+    if (!pending.size) break;
+    if (Date.now() > deadline) throw new Error(`${pending.size} documents not ${wanted}: ${[...pending].slice(0, 5).join(', ')}`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
+export const servers = (cmd: string, name: string) => execFileSync('bash', [join(root, 'deploy/local/servers.sh'), cmd, name], { stdio: 'ignore', timeout: 240_000 });
+
+export const embedder = new HashingEmbedder({ dim: 384 });
+export const milvus = new MilvusVectorStore({ address: '127.0.0.1:19530', modelId: embedder.modelId, dim: embedder.dim, collectionPrefix: run, indexType: 'HNSW' });
+export const opensearch = new OpenSearchKeywordIndex({ node: 'http://127.0.0.1:9200', prefix: `${run}-chunks` });
+
+export const doc = (i: number) => ({
+  id: `doc-${i}`,
+  title: `Report ${i}`,
+  text: `Wind tunnel report ${i}.\n\nThe model number ${i} was tested at Mach ${(1 + (i % 7) * 0.5).toFixed(1)} and showed a ${i % 2 ? 'laminar' : 'turbulent'} boundary layer near station ${i}.`,
+});
+
+
+/** Starts the eight services before a suite and stops them (and drops its collections) after it. */
+export function useDistributedPlatform(): void {
+  beforeAll(async () => {
+    expect(spawnSync('npm', ['run', 'build'], { cwd: root, stdio: 'ignore' }).status).toBe(0);
+    const plan = JSON.parse(
+      execFileSync(process.execPath, [join(root, 'scripts/distributed.js'), '--dry-run'], { cwd: root, env: { ...process.env, ...env }, encoding: 'utf8' }),
+    ) as { services: Svc[] };
+    services.push(...plan.services.map((s) => ({ ...s, env: { ...s.env, RAG_LOG_LEVEL: 'error', RAG_PARENT_CHUNK_TOKENS: '0' } })));
+    for (const s of services) startService(s);
+    for (const s of services) await waitHealthy(s.port);
+  }, 180_000);
+
+  afterAll(async () => {
+    for (const s of services) s.proc?.kill('SIGTERM');
+    await new Promise((r) => setTimeout(r, 2000));
+    for (const s of services) if (s.proc && s.proc.exitCode === null) s.proc.kill('SIGKILL');
+    await milvus.drop().catch(() => undefined);
+    await milvus.close().catch(() => undefined);
+    await opensearch.dropAll().catch(() => undefined);
+    await opensearch.close().catch(() => undefined);
+    rmSync(dataDir, { recursive: true, force: true });
+  }, 60_000);
+
+}
