@@ -4,6 +4,31 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 export const metricsRegistry = new Registry();
 collectDefaultMetrics({ register: metricsRegistry, prefix: 'rag_' });
 
+/**
+ * The stage names shared by the latency histogram and the OpenTelemetry spans. The query path:
+ * gateway → query-embed → retrieve (retrieve-dense ∥ retrieve-keyword → fuse) → rerank → generate; `query` is a
+ * whole /v1/query. Ingestion: load → chunk → embed → index (index-dense, index-keyword). Dashboards and alert
+ * rules in deploy/observability/ name these values; a test checks that they exist.
+ */
+export const STAGES = [
+  'gateway',
+  'query',
+  'query-embed',
+  'retrieve',
+  'retrieve-dense',
+  'retrieve-keyword',
+  'fuse',
+  'rerank',
+  'generate',
+  'load',
+  'chunk',
+  'embed',
+  'index',
+  'index-dense',
+  'index-keyword',
+] as const;
+export type StageName = (typeof STAGES)[number];
+
 /** Buckets from 1 ms to 60 s. */
 export const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60];
 
@@ -21,6 +46,13 @@ export const metrics = {
     labelNames: ['method', 'route', 'status'] as const,
     registers: [metricsRegistry],
   }),
+  httpLatency: new Histogram({
+    name: 'rag_http_request_duration_seconds',
+    help: 'HTTP request latency by route and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [metricsRegistry],
+  }),
   messages: new Counter({
     name: 'rag_bus_messages_total',
     help: 'Messages handled by each stage, by outcome',
@@ -31,6 +63,12 @@ export const metrics = {
     name: 'rag_dlq_messages_total',
     help: 'Messages sent to the dead-letter topic',
     labelNames: ['stage', 'topic'] as const,
+    registers: [metricsRegistry],
+  }),
+  consumerLag: new Gauge({
+    name: 'rag_kafka_consumer_lag',
+    help: 'Messages behind the newest offset, by consumer group, topic and partition',
+    labelNames: ['group', 'topic', 'partition'] as const,
     registers: [metricsRegistry],
   }),
   documents: new Gauge({
@@ -49,6 +87,12 @@ export const metrics = {
     name: 'rag_degraded_total',
     help: 'Answers served with a degraded part',
     labelNames: ['part'] as const,
+    registers: [metricsRegistry],
+  }),
+  llmTokens: new Counter({
+    name: 'rag_llm_tokens_total',
+    help: 'LLM tokens used, by kind (prompt, completion) and model',
+    labelNames: ['kind', 'model'] as const,
     registers: [metricsRegistry],
   }),
   feedback: new Counter({
