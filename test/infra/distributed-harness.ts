@@ -12,15 +12,16 @@ import { MilvusVectorStore, OpenSearchKeywordIndex, HashingEmbedder } from '@rag
 export const root = resolve(__dirname, '../..');
 export const run = `t${Date.now().toString(36)}`;
 export const dataDir = mkdtempSync(join(tmpdir(), 'rag-dist-'));
-export const GATEWAY = 18080;
+/** RAG_TEST_PORT_BASE moves every port of a run (gateway, +1..+7 services, +11..+14 gRPC) so runs can share a machine. */
+export const GATEWAY = Number(process.env.RAG_TEST_PORT_BASE ?? 18080);
 export const URL = `http://127.0.0.1:${GATEWAY}`;
 export const env: Record<string, string> = {
   RAG_DATA_DIR: dataDir,
   RAG_PORT: String(GATEWAY),
-  RAG_EMBEDDER_GRPC: '127.0.0.1:15051',
-  RAG_RETRIEVER_GRPC: '127.0.0.1:15052',
-  RAG_RERANKER_GRPC: '127.0.0.1:15053',
-  RAG_GENERATOR_GRPC: '127.0.0.1:15054',
+  RAG_EMBEDDER_GRPC: `127.0.0.1:${GATEWAY + 11}`,
+  RAG_RETRIEVER_GRPC: `127.0.0.1:${GATEWAY + 12}`,
+  RAG_RERANKER_GRPC: `127.0.0.1:${GATEWAY + 13}`,
+  RAG_GENERATOR_GRPC: `127.0.0.1:${GATEWAY + 14}`,
   RAG_KAFKA_TOPIC_PREFIX: `${run}.`,
   RAG_MILVUS_COLLECTION_PREFIX: run,
   RAG_KEYWORD_INDEX_PREFIX: `${run}-chunks`,
