@@ -6,7 +6,8 @@
 #
 # usage: deploy/local/servers.sh {fetch|start|stop|restart|status} [kafka|opensearch|milvus|all]...
 #
-# Everything lives under <repo>/.local (gitignored): downloads, data/<name>, logs/<name>.log,
+# Everything lives under <repo>/.local (gitignored): installs, data/<name>, logs/<name>.log,
+# (Maven's download cache is ~/.m2/repository, RAG_M2_REPO to change; pip's is ~/.cache/pip),
 # run/<name>.pid.  `start` fetches what is missing, starts, waits until the server really answers,
 # then records its PID; `stop` stops only the PIDs recorded there (TERM, then KILL after a grace
 # period).  All commands are idempotent.  Quiet unless something fails, except for download progress.
@@ -19,7 +20,8 @@ LOCAL=${RAG_LOCAL_DIR:-$ROOT/.local}
 RUN_DIR=$LOCAL/run
 LOG_DIR=$LOCAL/logs
 DATA_DIR=$LOCAL/data
-M2_REPO=$LOCAL/m2
+# Maven's download cache: the user's usual local repository, so a fresh clone (CI) reuses the jars it has.
+M2_REPO=${RAG_M2_REPO:-${HOME:-$LOCAL}/.m2/repository}
 
 KAFKA_VERSION=${KAFKA_VERSION:-4.3.1}
 LOG4J_VERSION=${LOG4J_VERSION:-2.24.3}
