@@ -5,3 +5,4 @@ export * from './chunking';
 export * from './retrieval';
 export * from './generation';
 export * from './eval';
+export * from './sources';

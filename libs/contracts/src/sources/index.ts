@@ -1,0 +1,2 @@
+export * from './confluence';
+export * from './notion';
