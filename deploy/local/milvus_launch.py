@@ -27,6 +27,7 @@ import fcntl
 import os
 import signal
 import socket
+import types
 import struct
 import sys
 import threading
@@ -72,10 +73,25 @@ def loopback_up() -> None:
         fcntl.ioctl(sock.fileno(), SIOCSIFFLAGS, struct.pack('16sH14x', b'lo', flags | IFF_UP))
 
 
+def _try_bind_reuse(self, port):
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(('127.0.0.1', port))
+        sock.listen()
+        return sock
+    except OSError:
+        sock.close()
+        return None
+
+
 def prepare(args) -> tuple:
     """Write configs/milvus.yaml and unpack the binaries; return (executable, environment)."""
     base = os.path.abspath(args.data)
     config = milvus.MilvusServerConfig(data_dir=base, proxy_port=args.port)
+    # The package probes ports with a plain bind(), which fails for a minute after a restart while the previous
+    # server's connections sit in TIME_WAIT; the server itself (Go) binds with SO_REUSEADDR. Probe the same way.
+    config.try_bind_port = types.MethodType(_try_bind_reuse, config)
     # The steps of MilvusServerConfig.resolve(), with two changes: logs go to stdout (the caller
     # redirects them to .local/logs/milvus.log) and every component advertises loopback.
     config.cleanup_listen_ports()

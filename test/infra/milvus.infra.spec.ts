@@ -236,13 +236,13 @@ describe.each<[MilvusIndexType]>([['HNSW'], ['IVF_SQ8']])('MilvusVectorStore on 
     }
   });
 
-  it('flush, and search latency (logged, not asserted)', async () => {
+  it('sealing segments, and search latency (logged, not asserted)', async () => {
     const bulk = Array.from({ length: 2000 }, (_, i) => record(`lat${i % 50}#v1#${i}`, randomVector(r), { metadata: { team: i % 2 ? 'x' : 'y', n: i } }));
     const t0 = performance.now();
     await store.upsert(bulk);
     const upsertMs = performance.now() - t0;
     const t1 = performance.now();
-    await store.flush();
+    await store.sealSegments();
     const flushMs = performance.now() - t1;
     const plain: number[] = [];
     const filtered: number[] = [];

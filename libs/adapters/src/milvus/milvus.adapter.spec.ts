@@ -309,12 +309,14 @@ describe('MilvusVectorStore (fake client)', () => {
     expect(await store.count()).toBe(1);
   });
 
-  it('flush calls flushSync; close does not close an injected client and blocks later calls', async () => {
+  it('flush is a no-op (acknowledged writes are in the WAL); sealSegments calls flushSync; close does not close an injected client and blocks later calls', async () => {
     const store = make();
-    await store.flush(); // nothing written yet: no-op
+    await store.sealSegments(); // nothing written yet: no-op
     expect(fake.ops()).toEqual([]);
     await store.upsert([rec('a#v1#0', [1, 0, 0, 0])]);
     await store.flush();
+    expect(fake.ops()).not.toContain('flushSync');
+    await store.sealSegments();
     expect(fake.ops()).toContain('flushSync');
     await store.close();
     expect(fake.ops()).not.toContain('close');

@@ -312,7 +312,19 @@ export class MilvusVectorStore implements VectorStore {
     return this.countExpr(documentId === undefined ? '' : milvusDocumentExpr(documentId));
   }
 
+  /**
+   * Durability point of the port. Milvus acknowledges an insert/upsert/delete only after it is in its write-ahead log
+   * (rocksmq in standalone, Pulsar/Kafka in a cluster), so an acknowledged write already survives a crash: nothing
+   * to do. Calling Milvus's `flush` here (as an earlier version did, once per indexed document) sealed a tiny
+   * segment per document and cost about a second each, which made the indexer the bottleneck of distributed
+   * ingestion; segment sealing is left to Milvus's own size/time policy. {@link sealSegments} seals on demand.
+   */
   async flush(): Promise<void> {
+    this.assertOpen();
+  }
+
+  /** Seals the growing segments now (Milvus `flush`): benchmarks and admin tooling that want indexed segments. */
+  async sealSegments(): Promise<void> {
     this.assertOpen();
     if (!this.ready) return; // nothing written through this instance yet
     await this.ensureReady();

@@ -77,8 +77,12 @@ export class IndexerStage {
     await this.vectors.flush();
     const children = doc.chunks.filter((c) => c.kind === 'child').length;
     await this.registry.markIndexed(doc.document_id, version, doc.content_hash, children);
-    await this.vectors.deleteDocument(doc.document_id, version);
-    await this.keywords.deleteDocument(doc.document_id, version);
+    // Version 1 is the first version ever reserved for this id (a re-created document gets a higher one), so there
+    // is nothing older to delete; skipping the two deletes halves the store round trips of a bulk ingestion.
+    if (version > 1) {
+      await this.vectors.deleteDocument(doc.document_id, version);
+      await this.keywords.deleteDocument(doc.document_id, version);
+    }
     await publishStatus(this.bus, {
       document_id: doc.document_id,
       tenant: doc.tenant,
