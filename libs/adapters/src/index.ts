@@ -15,3 +15,6 @@ export * from './keyword-search-core';
 export * from './opensearch';
 export * from './elasticsearch';
 export * from './kafka-bus';
+export * from './source-http';
+export * from './confluence';
+export * from './notion';

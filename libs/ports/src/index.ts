@@ -5,3 +5,4 @@ export * from './registry.port';
 export * from './reranker.port';
 export * from './llm.port';
 export * from './bus.port';
+export * from './source-connector.port';

@@ -1,1 +1,2 @@
 export * from './factory';
+export * from './sources.factory';

@@ -90,6 +90,29 @@ export const ConfigSchema = z.object({
   RAG_BUS_MAX_ATTEMPTS: int(5, 1, 100),
   RAG_BUS_RETRY_BASE_MS: int(200, 1, 60_000),
   RAG_DEADLINE_MS: int(30_000, 100),
+  /** Sources (Confluence, Notion): see README "Sources: Confluence and Notion". Secrets may come from *_FILE paths. */
+  RAG_CONFLUENCE_BASE_URL: optStr.pipe(z.url().optional()),
+  RAG_CONFLUENCE_SITE: optStr,
+  RAG_CONFLUENCE_EMAIL: optStr,
+  RAG_CONFLUENCE_API_TOKEN: optStr,
+  RAG_CONFLUENCE_API_TOKEN_FILE: optStr,
+  /** Space keys the reconciler lists (comma-separated); webhooks of other spaces are ignored when set. */
+  RAG_CONFLUENCE_SPACES: z.string().default(''),
+  RAG_CONFLUENCE_WEBHOOK_SECRET: optStr,
+  RAG_CONFLUENCE_WEBHOOK_SECRET_FILE: optStr,
+  RAG_NOTION_BASE_URL: z.url().default('https://api.notion.com'),
+  RAG_NOTION_TOKEN: optStr,
+  RAG_NOTION_TOKEN_FILE: optStr,
+  /** The subscription's verification_token: the key Notion signs events with. */
+  RAG_NOTION_WEBHOOK_SECRET: optStr,
+  RAG_NOTION_WEBHOOK_SECRET_FILE: optStr,
+  /** Tenant that source documents belong to, and the ACL of pages without source restrictions. */
+  RAG_SOURCES_TENANT: z.string().regex(/^[A-Za-z0-9._-]{1,128}$/).default('default'),
+  RAG_SOURCES_DEFAULT_ACL: z.string().default('*'),
+  /** Webhook replay window: events whose signed timestamp is further from now are refused. */
+  RAG_WEBHOOK_TOLERANCE_S: int(300, 1, 86_400),
+  /** Reconciliation period (lists every configured space/workspace); 0 = off. */
+  RAG_RECONCILE_INTERVAL_S: int(900, 0, 7 * 86_400),
   RAG_OPEN_BROWSER: bool(false),
 });
 
@@ -123,6 +146,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   if (cfg.RAG_CHUNK_OVERLAP_TOKENS >= cfg.RAG_CHUNK_TOKENS) problems.push('RAG_CHUNK_OVERLAP_TOKENS must be smaller than RAG_CHUNK_TOKENS');
   if (!isLoopback(cfg.RAG_HOST) && !cfg.RAG_API_KEYS) {
     problems.push(`RAG_HOST=${cfg.RAG_HOST} is not loopback: set RAG_API_KEYS (anonymous access is only allowed on 127.0.0.1)`);
+  }
+  if (cfg.RAG_CONFLUENCE_BASE_URL && !cfg.RAG_CONFLUENCE_API_TOKEN && !cfg.RAG_CONFLUENCE_API_TOKEN_FILE) {
+    problems.push('RAG_CONFLUENCE_BASE_URL needs RAG_CONFLUENCE_API_TOKEN (or RAG_CONFLUENCE_API_TOKEN_FILE)');
   }
   if (problems.length) throw new ConfigError(problems);
   return { ...cfg, dataDir: resolve(cfg.RAG_DATA_DIR), modelsDir: resolve(cfg.RAG_MODELS_DIR) };
