@@ -6,6 +6,7 @@ import { ConfigError, loadConfig, setLogLevel, type AppConfig } from '@rag/platf
 import { createEmbeddedContext, lockDataDir, runEmbedded } from '@rag/services';
 import { defaultOodFile, evaluateMode, ingestDataset, readDataset, readOodQuestions, repoRoot, type EvalMode } from './eval';
 import { ingest } from './ingest';
+import { keysCommand } from './keys';
 import { HttpClient, InProcessClient, type PlatformClient } from './platform-client';
 import { collectSources } from './sources';
 
@@ -162,6 +163,8 @@ program
       unlock();
     }
   });
+
+program.addCommand(keysCommand(() => config()));
 
 /** A path relative to the repository root when it lies inside it, else absolute. */
 function displayPath(file: string): string {

@@ -18,3 +18,4 @@ export * from './kafka-bus';
 export * from './source-http';
 export * from './confluence';
 export * from './notion';
+export * from './sqlite-api-keys';

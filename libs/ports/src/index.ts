@@ -5,4 +5,5 @@ export * from './registry.port';
 export * from './reranker.port';
 export * from './llm.port';
 export * from './bus.port';
+export * from './api-key-store.port';
 export * from './source-connector.port';

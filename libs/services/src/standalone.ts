@@ -5,9 +5,11 @@ import type { Response } from 'express';
 import { Res } from '@nestjs/common';
 import { ConfigError, Logger, loadConfig, metricsRegistry, type AppConfig } from '@rag/platform';
 import { CoreModule, type Part } from './core/core.module';
+import { Public } from './gateway/auth.guard';
 import { configureHttp } from './gateway/http';
 
 @Controller()
+@Public()
 class ServiceHealthController {
   @Get('healthz')
   healthz() {

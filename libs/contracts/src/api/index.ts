@@ -94,3 +94,4 @@ export interface RetrieveAnswer {
 export interface ApiErrorBody {
   error: { code: string; message: string; details?: unknown };
 }
+export * from './api-keys';

@@ -20,6 +20,31 @@ export const ConfigSchema = z.object({
   RAG_PORT: int(8080, 0, 65535),
   RAG_LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
   RAG_API_KEYS: optStr,
+  /**
+   * `auto`: anonymous tenant `default` while no API key exists (RAG_API_KEYS or the key store) and the gateway is on
+   * loopback; `required`: every request needs a key (keys may come from the key store alone, `rag keys create`).
+   */
+  RAG_AUTH: z.enum(['auto', 'required']).default('auto'),
+  /** Default per-key rate limit (token bucket): requests per second (0 = no limit) and burst size. */
+  RAG_RATE_LIMIT_RPS: num(50, 0, 1_000_000),
+  RAG_RATE_LIMIT_BURST: int(100, 1, 1_000_000),
+  /** JWT forwarded by the enterprise gateway: the header that carries it, and how it is verified. */
+  RAG_JWT_HEADER: z
+    .string()
+    .regex(/^[A-Za-z0-9-]+$/)
+    .default('x-jwt-assertion')
+    .transform((h) => h.toLowerCase()),
+  /** HS256 shared secret (at least 32 characters); exclusive with RAG_JWT_JWKS_URL. */
+  RAG_JWT_SECRET: optStr,
+  /** JWKS endpoint for asymmetric tokens (RS/PS/ES/EdDSA). */
+  RAG_JWT_JWKS_URL: optStr.pipe(z.url().optional()),
+  RAG_JWT_ISSUER: optStr,
+  RAG_JWT_AUDIENCE: optStr,
+  /** Claim with the user's groups (an array of names, or one name); a dotted path (`realm_access.roles`) works too. */
+  RAG_JWT_GROUPS_CLAIM: z.string().min(1).default('groups'),
+  /** Claim naming the tenant; it must be present and equal the API key's tenant. Empty = no tenant claim check. */
+  RAG_JWT_TENANT_CLAIM: z.string().default('tenant'),
+  RAG_JWT_CLOCK_TOLERANCE_S: int(30, 0, 3600),
   RAG_MAX_BODY_BYTES: int(25 * 1024 * 1024, 1024),
 
   RAG_EMBEDDER: z.enum(['hashing', 'onnx', 'http']).default('hashing'),
@@ -144,9 +169,21 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   if (cfg.RAG_LLM === 'openai' && !cfg.RAG_LLM_BASE_URL) problems.push('RAG_LLM=openai needs RAG_LLM_BASE_URL');
   if (cfg.RAG_QUERY_EXPANSION !== 'none' && cfg.RAG_LLM === 'none') problems.push(`RAG_QUERY_EXPANSION=${cfg.RAG_QUERY_EXPANSION} needs an LLM (RAG_LLM=openai)`);
   if (cfg.RAG_CHUNK_OVERLAP_TOKENS >= cfg.RAG_CHUNK_TOKENS) problems.push('RAG_CHUNK_OVERLAP_TOKENS must be smaller than RAG_CHUNK_TOKENS');
-  if (!isLoopback(cfg.RAG_HOST) && !cfg.RAG_API_KEYS) {
-    problems.push(`RAG_HOST=${cfg.RAG_HOST} is not loopback: set RAG_API_KEYS (anonymous access is only allowed on 127.0.0.1)`);
+  if (!isLoopback(cfg.RAG_HOST) && !cfg.RAG_API_KEYS && cfg.RAG_AUTH !== 'required') {
+    problems.push(
+      `RAG_HOST=${cfg.RAG_HOST} is not loopback: set RAG_API_KEYS, or RAG_AUTH=required with keys from \`rag keys create\` (anonymous access is only allowed on 127.0.0.1)`,
+    );
   }
+  for (const entry of (cfg.RAG_API_KEYS ?? '').split(',').map((e) => e.trim()).filter(Boolean)) {
+    const [key, tenant, ...rest] = entry.split('=');
+    if (!key?.trim() || rest.length > 0 || (tenant !== undefined && !/^[A-Za-z0-9._-]{1,128}$/.test(tenant.trim()))) {
+      problems.push('RAG_API_KEYS: every entry must be `key` or `key=tenant` (tenant [A-Za-z0-9._-], up to 128 characters)');
+      break;
+    }
+  }
+  if (cfg.RAG_JWT_SECRET && cfg.RAG_JWT_JWKS_URL) problems.push('set RAG_JWT_SECRET or RAG_JWT_JWKS_URL, not both');
+  if (cfg.RAG_JWT_SECRET && cfg.RAG_JWT_SECRET.length < 32) problems.push('RAG_JWT_SECRET must be at least 32 characters (HS256)');
+  if (cfg.RAG_JWT_HEADER === 'authorization') problems.push('RAG_JWT_HEADER cannot be `authorization`: it carries the API key');
   if (cfg.RAG_CONFLUENCE_BASE_URL && !cfg.RAG_CONFLUENCE_API_TOKEN && !cfg.RAG_CONFLUENCE_API_TOKEN_FILE) {
     problems.push('RAG_CONFLUENCE_BASE_URL needs RAG_CONFLUENCE_API_TOKEN (or RAG_CONFLUENCE_API_TOKEN_FILE)');
   }
@@ -155,5 +192,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
 }
 
 export function isLoopback(host: string): boolean {
-  return host === 'localhost' || host === '::1' || host.startsWith('127.');
+  // An IPv4 literal in 127.0.0.0/8 (not a host name that merely starts with "127.").
+  return host === 'localhost' || host === '::1' || /^127(\.\d{1,3}){3}$/.test(host);
 }

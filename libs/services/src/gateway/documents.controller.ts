@@ -1,12 +1,11 @@
-import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Query, Req, UploadedFile, UseInterceptors } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query, Req, UploadedFile, UseInterceptors } from '@nestjs/common';
 import { FileInterceptor } from '@nestjs/platform-express';
 import type { Request } from 'express';
 import { z } from 'zod';
 import { DocumentService, documentView, type UploadedFile as Upload } from '@rag/application';
 import { AclSchema, BatchInputSchema, DocumentStatusSchema, MetadataSchema } from '@rag/contracts';
 import { AppError } from '@rag/platform';
-import { AUTH } from './gateway.tokens';
-import type { ApiKeyAuth } from './auth';
+import { principalOf, RequireScope } from './auth.guard';
 
 const jsonField = <T extends z.ZodType>(schema: T) =>
   z
@@ -47,18 +46,17 @@ function invalid(issues: z.core.$ZodIssue[]): AppError {
   );
 }
 
+/** Document management: the `ingest` scope, tenant-wide (titles, metadata and ACLs of every document of the tenant). */
 @Controller('v1')
+@RequireScope('ingest')
 export class DocumentsController {
-  constructor(
-    private readonly documents: DocumentService,
-    @Inject(AUTH) private readonly auth: ApiKeyAuth,
-  ) {}
+  constructor(private readonly documents: DocumentService) {}
 
   @Post('documents')
   @HttpCode(202)
   @UseInterceptors(FileInterceptor('file'))
   async create(@Req() req: Request, @Body() body: unknown, @UploadedFile() file?: { buffer: Buffer; originalname: string; mimetype: string }) {
-    const who = this.auth.authenticate(req);
+    const who = principalOf(req);
     if (file) {
       const fields = MultipartFieldsSchema.safeParse(body ?? {});
       if (!fields.success) throw invalid(fields.error.issues);
@@ -83,7 +81,7 @@ export class DocumentsController {
   @Post('documents\\:batch')
   @HttpCode(202)
   async batch(@Req() req: Request, @Body() body: unknown) {
-    const who = this.auth.authenticate(req);
+    const who = principalOf(req);
     const parsed = BatchInputSchema.safeParse(body);
     if (!parsed.success) throw invalid(parsed.error.issues);
     const accepted: unknown[] = [];
@@ -103,7 +101,7 @@ export class DocumentsController {
 
   @Get('documents')
   async list(@Req() req: Request, @Query() query: unknown) {
-    const who = this.auth.authenticate(req);
+    const who = principalOf(req);
     const q = ListQuerySchema.safeParse(query);
     if (!q.success) throw invalid(q.error.issues);
     const docs = await this.documents.list({ tenant: who.tenant, ...q.data });
@@ -112,7 +110,7 @@ export class DocumentsController {
 
   @Get('documents/:id')
   async get(@Req() req: Request, @Param('id') id: string) {
-    const who = this.auth.authenticate(req);
+    const who = principalOf(req);
     const r = await this.documents.get(id, who.tenant);
     if (!r) throw new AppError('not_found', `document ${id} not found`);
     return documentView(r);
@@ -121,7 +119,7 @@ export class DocumentsController {
   @Delete('documents/:id')
   @HttpCode(202)
   async remove(@Req() req: Request, @Param('id') id: string) {
-    const who = this.auth.authenticate(req);
+    const who = principalOf(req);
     const r = await this.documents.delete(id, who.tenant);
     if (!r.ok) throw r.error;
     return r.value;

@@ -1,14 +1,19 @@
-import { Inject, Injectable, Module, type DynamicModule, type OnModuleInit, type Type } from '@nestjs/common';
+import { Inject, Injectable, Module, type DynamicModule, type OnModuleDestroy, type OnModuleInit, type Type } from '@nestjs/common';
+import { APP_GUARD } from '@nestjs/core';
 import { MulterModule } from '@nestjs/platform-express';
 import { DocumentService, QueryOrchestrator, QueryRewriter, StatusProjector, type GenerateCall, type QueryEmbeddingCall, type RerankCall, type RetrieveCall } from '@rag/application';
 import { Topic } from '@rag/contracts';
 import type { AppConfig } from '@rag/platform';
-import { BUS, LLM, REGISTRY, type Bus, type Llm, type Registry } from '@rag/ports';
+import { SqliteApiKeyStore } from '@rag/adapters';
+import { API_KEY_STORE, BUS, LLM, REGISTRY, type ApiKeyStore, type Bus, type Llm, type Registry } from '@rag/ports';
 import { subscribeStage } from '../core/bus-consumer';
 import { CONFIG, GENERATE_CALL, QUERY_EMBEDDING, RERANK_CALL, RETRIEVE_CALL } from '../core/tokens';
-import { ApiKeyAuth } from './auth';
+import { AdminController } from './admin.controller';
+import { Authenticator } from './auth';
+import { AuthGuard } from './auth.guard';
 import { DocumentsController } from './documents.controller';
-import { AUTH } from './gateway.tokens';
+import { AUTH, RATE_LIMITER } from './gateway.tokens';
+import { TokenBucketLimiter } from './rate-limit';
 import { HealthController } from './health.controller';
 import { QueryController } from './query.controller';
 
@@ -21,6 +26,15 @@ export class StatusConsumer implements OnModuleInit {
   async onModuleInit(): Promise<void> {
     const projector = new StatusProjector(this.registry);
     await subscribeStage(this.bus, 'registry', Topic.IndexEvents, (m) => projector.handle(m));
+  }
+}
+
+/** Closes the API key store with the module. */
+@Injectable()
+export class ApiKeyStoreLifecycle implements OnModuleDestroy {
+  constructor(@Inject(API_KEY_STORE) private readonly store: ApiKeyStore) {}
+  async onModuleDestroy(): Promise<void> {
+    await this.store.close();
   }
 }
 
@@ -37,10 +51,16 @@ export class GatewayModule {
     return {
       module: GatewayModule,
       imports: [multer, queryPath],
-      controllers: [DocumentsController, QueryController, HealthController],
+      controllers: [DocumentsController, QueryController, HealthController, AdminController],
       providers: [
         StatusConsumer,
-        { provide: AUTH, useFactory: (c: AppConfig) => new ApiKeyAuth(c.RAG_API_KEYS), inject: [CONFIG] },
+        // Tenants and access: API keys (RAG_API_KEYS and the key store under RAG_DATA_DIR), forwarded JWTs, per-key
+        // rate limits and route scopes, enforced by one global guard (routes opt out with @Public()).
+        { provide: API_KEY_STORE, useFactory: (c: AppConfig) => new SqliteApiKeyStore({ dir: c.dataDir, synchronous: c.RAG_SQLITE_SYNCHRONOUS }), inject: [CONFIG] },
+        ApiKeyStoreLifecycle,
+        { provide: AUTH, useFactory: (c: AppConfig, store: ApiKeyStore) => new Authenticator(c, store), inject: [CONFIG, API_KEY_STORE] },
+        { provide: RATE_LIMITER, useFactory: (c: AppConfig) => new TokenBucketLimiter({ rps: c.RAG_RATE_LIMIT_RPS, burst: c.RAG_RATE_LIMIT_BURST }), inject: [CONFIG] },
+        { provide: APP_GUARD, useClass: AuthGuard },
         {
           provide: DocumentService,
           useFactory: (r: Registry, b: Bus, c: AppConfig) => new DocumentService(r, b, c.RAG_MAX_BODY_BYTES),

@@ -1,1 +1,2 @@
 export const AUTH = Symbol('AUTH');
+export const RATE_LIMITER = Symbol('RATE_LIMITER');

@@ -2,9 +2,11 @@ import { Controller, Get, Header, Inject, Optional, Res } from '@nestjs/common';
 import type { Response } from 'express';
 import { metrics, metricsRegistry } from '@rag/platform';
 import { BUS, REGISTRY, type Bus, type Registry } from '@rag/ports';
+import { Public } from './auth.guard';
 import { PLAYGROUND_HTML } from './playground.html';
 
 @Controller()
+@Public()
 export class HealthController {
   constructor(
     @Optional() @Inject(REGISTRY) private readonly registry?: Registry,

@@ -5,12 +5,17 @@ import { QueryOrchestrator, newTraceId } from '@rag/application';
 import { FeedbackInputSchema, QueryInputSchema, RetrieveInputSchema } from '@rag/contracts';
 import { AppError, metrics } from '@rag/platform';
 import { REGISTRY, type Registry } from '@rag/ports';
-import { AUTH } from './gateway.tokens';
-import { scopeOf, type ApiKeyAuth } from './auth';
+import { scopeOf } from './auth';
+import { principalOf, RequireScope } from './auth.guard';
 
 function parse<S extends z.ZodType>(schema: S, body: unknown): z.infer<S> {
   if (body === undefined || body === null || (typeof body === 'object' && Object.keys(body).length === 0)) {
     throw new AppError('invalid_request', 'empty body');
+  }
+  // zod drops a `__proto__` key silently; a filter the caller sent must never vanish without an answer.
+  const filters = (body as { filters?: unknown }).filters;
+  if (filters !== null && typeof filters === 'object' && Object.prototype.hasOwnProperty.call(filters, '__proto__')) {
+    throw new AppError('invalid_request', 'filters: the key "__proto__" is not allowed');
   }
   const r = schema.safeParse(body);
   if (!r.success) {
@@ -24,16 +29,16 @@ function parse<S extends z.ZodType>(schema: S, body: unknown): z.infer<S> {
 }
 
 @Controller('v1')
+@RequireScope('query')
 export class QueryController {
   constructor(
     private readonly query: QueryOrchestrator,
-    @Inject(AUTH) private readonly auth: ApiKeyAuth,
     @Inject(REGISTRY) private readonly registry: Registry,
   ) {}
 
   @Post('query')
   async ask(@Req() req: Request, @Res() res: Response, @Body() body: unknown): Promise<void> {
-    const who = this.auth.authenticate(req);
+    const who = principalOf(req);
     const input = parse(QueryInputSchema, body);
     const traceId = newTraceId();
     if (!input.stream) {
@@ -64,7 +69,7 @@ export class QueryController {
   @Post('retrieve')
   @HttpCode(200)
   async retrieve(@Req() req: Request, @Body() body: unknown) {
-    const who = this.auth.authenticate(req);
+    const who = principalOf(req);
     const input = parse(RetrieveInputSchema, body);
     const { chunks: _chunks, ...rest } = await this.query.retrieve({ ...input, question: input.query }, scopeOf(who));
     return rest;
@@ -72,8 +77,7 @@ export class QueryController {
 
   @Post('feedback')
   @HttpCode(202)
-  async feedback(@Req() req: Request, @Body() body: unknown) {
-    this.auth.authenticate(req);
+  async feedback(@Body() body: unknown) {
     const input = parse(FeedbackInputSchema, body);
     await this.registry.recordFeedback(input.trace_id, input.rating, input.comment);
     metrics.feedback.inc({ rating: input.rating });
