@@ -10,6 +10,7 @@ export * from './reranker/reranker.module';
 export * from './generator/generator.module';
 export * from './gateway/gateway.module';
 export * from './gateway/http';
+export * from './sources';
 export * from './gateway/auth';
 export * from './gateway/auth.guard';
 export * from './gateway/rate-limit';

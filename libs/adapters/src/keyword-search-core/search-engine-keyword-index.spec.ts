@@ -54,7 +54,7 @@ describe('SearchEngineKeywordIndex (shared core over an in-memory engine)', () =
     expect([...e2.aliases.keys()].sort()).toEqual(['kw-read', 'kw-write']);
   });
 
-  it('upsert is idempotent, uses refresh=wait_for, batches and collapses duplicate ids', async () => {
+  it('upsert is idempotent, bulks without refresh then refreshes the write alias, batches and collapses duplicate ids', async () => {
     index = new SearchEngineKeywordIndex(engine, { prefix: 'kw', bulkBatchSize: 2 });
     const chunks = [chunk('a', 1, 0), chunk('a', 1, 1), chunk('a', 1, 2)];
     await index.upsert(chunks);
@@ -63,9 +63,27 @@ describe('SearchEngineKeywordIndex (shared core over an in-memory engine)', () =
     expect(await index.count()).toBe(4);
     const bulks = engine.calls.filter((c) => c.op === 'bulk');
     expect(bulks.map((b) => (b.args[0] as unknown[]).length / 2)).toEqual([2, 1, 2, 1, 1]);
-    expect(bulks.every((b) => b.args[1] === 'wait_for')).toBe(true);
+    expect(bulks.every((b) => b.args[1] === false)).toBe(true);
+    const refreshes = engine.calls.filter((c) => c.op === 'refresh');
+    expect(refreshes).toHaveLength(3); // one per upsert call, after its last bulk
+    expect(refreshes.every((r) => r.args[0] === 'kw-write')).toBe(true);
     expect(((bulks[0]!.args[0] as unknown[])[0] as BulkIndexAction).index._index).toBe('kw-write');
     expect((await index.getChunks(['b#v1#0']))[0]!.text).toBe('two');
+  });
+
+  it('concurrent upserts share refreshes, and each resolves only after a refresh that started after its bulk', async () => {
+    index = new SearchEngineKeywordIndex(engine, { prefix: 'kw' });
+    await index.upsert([chunk('warm', 1, 0)]);
+    engine.calls.length = 0;
+    await Promise.all(Array.from({ length: 6 }, (_, i) => index.upsert([chunk(`p${i}`, 1, 0)])));
+    const ops = engine.calls.map((c) => c.op).filter((op) => op === 'bulk' || op === 'refresh');
+    expect(ops.filter((op) => op === 'bulk')).toHaveLength(6);
+    const refreshes = ops.filter((op) => op === 'refresh').length;
+    expect(refreshes).toBeGreaterThanOrEqual(1);
+    expect(refreshes).toBeLessThan(6);
+    // the last bulk is followed by a refresh
+    expect(ops.lastIndexOf('refresh')).toBeGreaterThan(ops.lastIndexOf('bulk'));
+    expect(await index.count()).toBe(7);
   });
 
   it('search: filters and scope inside the query; parents never match', async () => {
@@ -123,8 +141,8 @@ describe('SearchEngineKeywordIndex (shared core over an in-memory engine)', () =
     const firstUpdate = at('updateAliases', create);
     expect(create).toBeLessThan(firstUpdate);
     expect(firstUpdate).toBeLessThan(at('reindex'));
-    expect(at('reindex')).toBeLessThan(at('refresh'));
-    expect(at('refresh')).toBeLessThan(at('updateAliases', at('refresh')));
+    expect(at('reindex')).toBeLessThan(at('refresh', at('reindex')));
+    expect(at('refresh', at('reindex'))).toBeLessThan(at('updateAliases', at('refresh', at('reindex'))));
 
     const s2 = await index.reindexAndSwap({ deleteOld: true });
     expect(s2).toMatchObject({ from: 'kw-v2', to: 'kw-v3', deletedOld: true });

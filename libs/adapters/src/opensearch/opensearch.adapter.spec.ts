@@ -88,10 +88,11 @@ function existingIndex(): void {
 describe('OpenSearchKeywordIndex (recorded responses)', () => {
   beforeEach(() => router.reset());
 
-  it('first use: creates rag-chunks-v1 with mappings, similarity and both aliases; bulk with refresh=wait_for', async () => {
+  it('first use: creates rag-chunks-v1 with mappings, similarity and both aliases; bulk without refresh, then a refresh of the write alias', async () => {
     router.on({ method: 'GET', path: '/_alias/rag-chunks-read', status: 404, body: aliasMissing });
     router.on({ method: 'PUT', path: '/rag-chunks-v1', status: 200, body: createIndex });
     router.on({ method: 'POST', path: '/_bulk', status: 200, body: bulk });
+    for (const method of ['GET', 'POST']) router.on({ method, path: '/rag-chunks-write/_refresh', status: 200, body: { _shards: { total: 1, successful: 1, failed: 0 } } });
     const index = makeIndex();
     await index.upsert([chunk('upload:1#v1#0'), chunk('upload:1#v1#1')]);
 
@@ -105,7 +106,8 @@ describe('OpenSearchKeywordIndex (recorded responses)', () => {
       mappings: expected.mappings,
       aliases: { 'rag-chunks-read': {}, 'rag-chunks-write': { is_write_index: true } },
     });
-    expect(bulkReq!.query).toMatchObject({ refresh: 'wait_for' });
+    expect(bulkReq!.query).toMatchObject({ refresh: 'false' });
+    expect(router.requests.at(-1)).toMatchObject({ path: '/rag-chunks-write/_refresh' }); // the clients send it as GET or POST
     const lines = bulkReq!.body as Array<Record<string, unknown>>;
     expect(lines).toHaveLength(4);
     expect(lines[0]).toEqual({ index: { _index: 'rag-chunks-write', _id: 'upload:1#v1#0' } });

@@ -16,6 +16,7 @@ import { AUTH, RATE_LIMITER } from './gateway.tokens';
 import { TokenBucketLimiter } from './rate-limit';
 import { HealthController } from './health.controller';
 import { QueryController } from './query.controller';
+import { SourcesModule } from '../sources/sources.module';
 
 @Injectable()
 export class StatusConsumer implements OnModuleInit {

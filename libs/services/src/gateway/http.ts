@@ -11,6 +11,8 @@ import { buildOpenApi } from './openapi';
  */
 export function configureHttp(app: INestApplication, config: AppConfig, version: string): void {
   const jsonLimit = Math.ceil(config.RAG_MAX_BODY_BYTES * 1.4) + 64 * 1024;
+  // Webhooks are verified over their exact bytes (HMAC of the raw body), so they stay a Buffer (sources: webhooks.controller.ts).
+  app.use('/v1/webhooks', express.raw({ type: () => true, limit: '1mb' }));
   app.use(express.json({ limit: jsonLimit, type: ['application/json', 'application/*+json'] }));
   app.use(express.urlencoded({ extended: false, limit: '1mb' }));
   // body-parser failures are answered here, before routing, in the API's error format.
