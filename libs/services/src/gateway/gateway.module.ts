@@ -51,7 +51,7 @@ export class GatewayModule {
   static register(queryPath: Type | DynamicModule): DynamicModule {
     return {
       module: GatewayModule,
-      imports: [multer, queryPath],
+      imports: [multer, queryPath, SourcesModule],
       controllers: [DocumentsController, QueryController, HealthController, AdminController],
       providers: [
         StatusConsumer,
