@@ -1,2 +1,3 @@
 export * from './ingestion';
 export * from './query';
+export * from './sources';

@@ -9,13 +9,30 @@ import {
 import { contentHash, loadContent } from '@rag/domain';
 import { Logger } from '@rag/platform';
 import type { Bus, BusMessage } from '@rag/ports';
+import { AppError } from '@rag/platform';
+import type { SourceConnector } from '@rag/ports';
 import { publishStatus } from './stage-publisher';
 import { parseMessage } from './validate';
 
-/** Turns a source event into a structured document (or a `failed` status with the reason). */
+/** Source errors that retrying will not fix (bad credentials, no access, a malformed request): a `failed` status. */
+const PERMANENT = new Set(['unauthorized', 'forbidden', 'invalid_request', 'not_found']);
+
+type Loaded = { ok: true; document: StructuredDocument } | { ok: false; reason: string } | { ok: 'gone'; reason: string };
+
+/**
+ * Turns a source event into a structured document (or a `failed` status with the reason). Uploads carry their
+ * content inline; Confluence/Notion events carry a page reference and the connector of that kind fetches the page's
+ * current state. A page gone at the source becomes a delete of the event's version, so it leaves every store.
+ */
 export class LoaderStage {
   private readonly log = new Logger('loader');
-  constructor(private readonly bus: Bus) {}
+  private readonly connectors: Map<string, SourceConnector>;
+  constructor(
+    private readonly bus: Bus,
+    connectors: SourceConnector[] = [],
+  ) {
+    this.connectors = new Map(connectors.map((c) => [c.kind, c]));
+  }
 
   async handle(msg: BusMessage): Promise<void> {
     const event = parseMessage(SourceEventSchema, msg.value, 'source event');
@@ -26,6 +43,12 @@ export class LoaderStage {
     }
     await publishStatus(this.bus, { document_id: event.document_id, tenant: event.tenant, version: event.version, status: 'processing', stage: 'loader' });
     const doc = await this.load(event);
+    if (doc.ok === 'gone') {
+      this.log.info('page gone at the source: deleting', { document_id: event.document_id, version: event.version, reason: doc.reason });
+      const del: DocumentEvent = { event_id: randomUUID(), op: 'delete', document_id: event.document_id, tenant: event.tenant, version: event.version };
+      await this.bus.publish(Topic.Documents, [{ key: event.document_id, value: del }]);
+      return;
+    }
     if (!doc.ok) {
       this.log.warn('document failed to load', { document_id: event.document_id, version: event.version, reason: doc.reason });
       await publishStatus(this.bus, {
@@ -42,11 +65,12 @@ export class LoaderStage {
     await this.bus.publish(Topic.Documents, [{ key: event.document_id, value: out }]);
   }
 
-  private async load(
-    event: Extract<SourceEvent, { op: 'upsert' }>,
-  ): Promise<{ ok: true; document: StructuredDocument } | { ok: false; reason: string }> {
+  private async load(event: Extract<SourceEvent, { op: 'upsert' }>): Promise<Loaded> {
     if (event.content_base64 === undefined && event.text === undefined) {
-      return { ok: false, reason: `no connector is configured for source kind "${event.source.kind}"` };
+      const connector = this.connectors.get(event.source.kind);
+      if (!connector) return { ok: false, reason: `no connector is configured for source kind "${event.source.kind}"` };
+      if (!event.source.ref) return { ok: false, reason: `a ${event.source.kind} event needs source.ref (the page id)` };
+      return this.fetch(connector, event, event.source.ref);
     }
     const bytes = event.text !== undefined ? Buffer.from(event.text, 'utf8') : Buffer.from(event.content_base64 ?? '', 'base64');
     const loaded = await loadContent({ bytes, mimeType: event.mime_type, title: event.title, filename: event.source.ref });
@@ -65,6 +89,35 @@ export class LoaderStage {
         metadata: event.metadata,
         blocks: loaded.blocks,
         ...(loaded.pages !== undefined ? { pages: loaded.pages } : {}),
+      },
+    };
+  }
+
+  private async fetch(connector: SourceConnector, event: Extract<SourceEvent, { op: 'upsert' }>, ref: string): Promise<Loaded> {
+    let page;
+    try {
+      page = await connector.fetch(ref);
+    } catch (e) {
+      // transient (rate limited past the backoff budget, 5xx, network): throw so the bus retries, then the DLQ
+      if (e instanceof AppError && PERMANENT.has(e.code)) return { ok: false, reason: `${connector.kind}: ${e.message}` };
+      throw e;
+    }
+    if (page.status === 'gone') return { ok: 'gone', reason: page.reason };
+    const title = (page.title || event.title || `${connector.kind} page ${ref}`).slice(0, 1024);
+    const sourceUrl = page.source_url ?? event.source_url;
+    return {
+      ok: true,
+      document: {
+        document_id: event.document_id,
+        tenant: event.tenant,
+        version: event.version,
+        title,
+        ...(sourceUrl !== undefined ? { source_url: sourceUrl.slice(0, 2048) } : {}),
+        mime_type: event.mime_type,
+        content_hash: contentHash(page.blocks),
+        acl: page.acl,
+        metadata: { ...event.metadata, ...page.metadata },
+        blocks: page.blocks,
       },
     };
   }

@@ -1,18 +1,26 @@
 import { Inject, Injectable, Module, type OnModuleInit } from '@nestjs/common';
+import { createSourceConnectors } from '@rag/adapters';
 import { LoaderStage } from '@rag/application';
 import { Topic } from '@rag/contracts';
-import { BUS, type Bus } from '@rag/ports';
+import type { AppConfig } from '@rag/platform';
+import { BUS, SOURCE_CONNECTORS, type Bus, type SourceConnector } from '@rag/ports';
 import { subscribeStage } from '../core/bus-consumer';
+import { CONFIG } from '../core/tokens';
 
 @Injectable()
 export class LoaderConsumer implements OnModuleInit {
-  constructor(@Inject(BUS) private readonly bus: Bus) {}
+  constructor(
+    @Inject(BUS) private readonly bus: Bus,
+    @Inject(SOURCE_CONNECTORS) private readonly connectors: SourceConnector[],
+  ) {}
   async onModuleInit(): Promise<void> {
-    const stage = new LoaderStage(this.bus);
+    const stage = new LoaderStage(this.bus, this.connectors);
     await subscribeStage(this.bus, 'loader', Topic.SourceEvents, (m) => stage.handle(m));
   }
 }
 
-/** loader: rag.source.events.v1 → structured documents on rag.documents.v1. */
-@Module({ providers: [LoaderConsumer] })
+/** loader: rag.source.events.v1 → structured documents on rag.documents.v1 (Confluence/Notion pages fetched by their connectors). */
+@Module({
+  providers: [LoaderConsumer, { provide: SOURCE_CONNECTORS, useFactory: (c: AppConfig) => createSourceConnectors(c), inject: [CONFIG] }],
+})
 export class LoaderModule {}

@@ -1,0 +1,1 @@
+export { ConfluenceConnector, type ConfluenceConnectorOptions } from './confluence.connector';

@@ -1,0 +1,1 @@
+export { NotionConnector, NOTION_SCOPE, type NotionConnectorOptions } from './notion.connector';

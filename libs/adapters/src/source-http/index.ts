@@ -1,0 +1,1 @@
+export { SourceHttpClient, retryAfterMs, type SourceHttpOptions, type HttpOutcome } from './source-http.client';

@@ -1,0 +1,1 @@
+export { SourcesModule, ReconcileScheduler } from './sources.module';

@@ -1,0 +1,95 @@
+import { chmod, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Inject, Injectable, Module, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { confluenceSite, confluenceSpaces, createSourceConnectors, createSourceState, secretFrom, sourcesDefaultAcl } from '@rag/adapters';
+import { SourceChangeService, SourceReconciler, WebhookIntake } from '@rag/application';
+import { type AppConfig, Logger } from '@rag/platform';
+import { BUS, REGISTRY, SOURCE_CONNECTORS, SOURCE_STATE, type Bus, type Registry, type SourceConnector, type SourceStateStore } from '@rag/ports';
+import { CONFIG } from '../core/tokens';
+import { WebhooksController } from '../gateway/webhooks.controller';
+
+/** Runs the reconciler every RAG_RECONCILE_INTERVAL_S (first pass shortly after start), one pass at a time. */
+@Injectable()
+export class ReconcileScheduler implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly log = new Logger('reconciler');
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly reconciler: SourceReconciler,
+    @Inject(CONFIG) private readonly config: AppConfig,
+    @Inject(SOURCE_CONNECTORS) private readonly connectors: SourceConnector[],
+    @Inject(SOURCE_STATE) private readonly state: SourceStateStore,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    const every = this.config.RAG_RECONCILE_INTERVAL_S;
+    if (every <= 0 || this.connectors.length === 0) return;
+    const tick = (delayMs: number) => {
+      this.timer = setTimeout(() => {
+        this.reconciler
+          .runOnce()
+          .catch((e: unknown) => this.log.warn('reconciliation pass failed', { error: String(e) }))
+          .finally(() => {
+            if (!this.stopped) tick(every * 1000);
+          });
+      }, delayMs);
+      this.timer.unref();
+    };
+    tick(Math.min(5_000, every * 1000));
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.state.close();
+  }
+}
+
+/**
+ * Confluence/Notion sources at the gateway: the webhook endpoints, the admission of source changes (dedupe,
+ * ordering, versions) and the scheduled reconciliation. Needs the registry and the bus.
+ */
+@Module({
+  controllers: [WebhooksController],
+  providers: [
+    { provide: SOURCE_STATE, useFactory: (c: AppConfig) => createSourceState(c), inject: [CONFIG] },
+    { provide: SOURCE_CONNECTORS, useFactory: (c: AppConfig) => createSourceConnectors(c), inject: [CONFIG] },
+    {
+      provide: SourceChangeService,
+      useFactory: (r: Registry, b: Bus, s: SourceStateStore, c: AppConfig) =>
+        new SourceChangeService(r, b, s, { tenant: c.RAG_SOURCES_TENANT, defaultAcl: sourcesDefaultAcl(c) }),
+      inject: [REGISTRY, BUS, SOURCE_STATE, CONFIG],
+    },
+    {
+      provide: WebhookIntake,
+      useFactory: (changes: SourceChangeService, c: AppConfig) => {
+        const confluenceSecret = secretFrom(c.RAG_CONFLUENCE_WEBHOOK_SECRET, c.RAG_CONFLUENCE_WEBHOOK_SECRET_FILE);
+        const notionSecret = secretFrom(c.RAG_NOTION_WEBHOOK_SECRET, c.RAG_NOTION_WEBHOOK_SECRET_FILE);
+        const notionOn = !!(notionSecret || c.RAG_NOTION_TOKEN || c.RAG_NOTION_TOKEN_FILE);
+        return new WebhookIntake(changes, {
+          toleranceMs: c.RAG_WEBHOOK_TOLERANCE_S * 1000,
+          ...(confluenceSecret ? { confluence: { secret: confluenceSecret, site: confluenceSite(c) ?? 'confluence', spaces: confluenceSpaces(c) } } : {}),
+          ...(notionOn ? { notion: notionSecret ? { secret: notionSecret } : {} } : {}),
+          // The token is a secret: it goes to a private file in the data folder, never to the log.
+          onNotionVerificationToken: async (token) => {
+            const file = join(c.dataDir, 'notion-verification-token');
+            await writeFile(file, token + '\n', { mode: 0o600 });
+            await chmod(file, 0o600);
+            return file;
+          },
+        });
+      },
+      inject: [SourceChangeService, CONFIG],
+    },
+    {
+      provide: SourceReconciler,
+      useFactory: (conns: SourceConnector[], s: SourceStateStore, changes: SourceChangeService, c: AppConfig) =>
+        new SourceReconciler(conns, s, changes, c.RAG_SOURCES_TENANT),
+      inject: [SOURCE_CONNECTORS, SOURCE_STATE, SourceChangeService, CONFIG],
+    },
+    ReconcileScheduler,
+  ],
+  exports: [SourceChangeService, SourceReconciler, WebhookIntake],
+})
+export class SourcesModule {}
