@@ -218,7 +218,10 @@ export class SqliteRegistry implements Registry {
   async accept(change: AcceptChange): Promise<DocumentRecord> {
     this.assertOpen();
     const now = new Date().toISOString();
-    const row = this.db.transaction((): DocumentRow => {
+    // IMMEDIATE: the read-then-write below must hold the write lock from the start. A deferred transaction that
+    // read first fails at once with SQLITE_BUSY ("database is locked", busy_timeout does not apply) when another
+    // process (the indexer, the status projector) committed in between, as seen under a 500-document batch ingest.
+    const accept = this.db.transaction((): DocumentRow => {
       const existing = this.stmt.get.get(change.document_id);
       if (existing && existing.tenant !== change.tenant) {
         throw new AppError('conflict', `document ${change.document_id} belongs to another tenant`);
@@ -247,7 +250,8 @@ export class SqliteRegistry implements Registry {
         this.stmt.acceptDelete.run({ id: change.document_id, now });
       }
       return this.stmt.get.get(change.document_id)!;
-    })();
+    });
+    const row = accept.immediate();
     return toRecord(row);
   }
 
