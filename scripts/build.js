@@ -3,7 +3,7 @@
 // Type checking is `npm run typecheck` (tsc); this step only emits, so `npm start` is ready in seconds.
 const { spawnSync } = require('node:child_process');
 const { rmSync, existsSync } = require('node:fs');
-const { join } = require('node:path');
+const { join, resolve, sep } = require('node:path');
 
 const root = join(__dirname, '..');
 const swc = join(root, 'node_modules', '.bin', 'swc');
@@ -11,12 +11,19 @@ if (!existsSync(swc)) {
   console.error('build: @swc/cli is not installed; run `npm ci` first.');
   process.exit(1);
 }
-rmSync(join(root, 'dist'), { recursive: true, force: true });
+// RAG_DIST_DIR builds elsewhere (e.g. <repo>/tmp/<name>-dist, so a test run does not rewrite the dist/ others run
+// from); it must stay inside the repository so the output resolves node_modules.
+const out = process.env.RAG_DIST_DIR ? resolve(process.env.RAG_DIST_DIR) : join(root, 'dist');
+if (out === root || !out.startsWith(root + sep)) {
+  console.error(`build: RAG_DIST_DIR must be a folder inside ${root}`);
+  process.exit(1);
+}
+rmSync(out, { recursive: true, force: true });
 const started = Date.now();
 const r = spawnSync(
   swc,
-  ['apps', 'libs', '-d', 'dist', '--config-file', '.swcrc', '--ignore', '**/*.spec.ts', '--copy-files', '--quiet'],
+  ['apps', 'libs', '-d', out, '--config-file', '.swcrc', '--ignore', '**/*.spec.ts', '--copy-files', '--quiet'],
   { cwd: root, stdio: 'inherit' },
 );
 if (r.status !== 0) process.exit(r.status ?? 1);
-console.log(`build: dist/ ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+console.log(`build: ${out === join(root, 'dist') ? 'dist/' : out} ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
