@@ -48,7 +48,7 @@ export class SqliteSourceStateStore implements SourceStateStore {
       );
       CREATE INDEX IF NOT EXISTS source_documents_kind ON source_documents (kind, deleted, scope);
     `);
-    const getEvent = this.db.prepare<[string], { state: string }>('SELECT state FROM source_events WHERE event_id = ?');
+    const getEvent = this.db.prepare<[string], { state: string; prev: string | null }>('SELECT state, prev FROM source_events WHERE event_id = ?');
     const getDoc = this.db.prepare<[string], { changed_at: number; deleted: number }>('SELECT changed_at, deleted FROM source_documents WHERE document_id = ?');
     const putEvent = this.db.prepare('INSERT OR REPLACE INTO source_events (event_id, document_id, state, received_at, prev) VALUES (?, ?, ?, ?, ?)');
     const getRow = this.db.prepare<[string], Row>('SELECT * FROM source_documents WHERE document_id = ?');
@@ -67,8 +67,10 @@ export class SqliteSourceStateStore implements SourceStateStore {
         putEvent.run(c.event_id, c.document_id, 'ignored', Date.now(), null);
         return { outcome: 'stale', reason: order.reason };
       }
-      const prev = getRow.get(c.document_id);
-      putEvent.run(c.event_id, c.document_id, 'pending', Date.now(), prev ? JSON.stringify(prev) : null);
+      // A pending event being re-admitted keeps the state from before its first admission (what abandon restores).
+      const prevRow = getRow.get(c.document_id);
+      const prev = seen ? seen.prev : prevRow ? JSON.stringify(prevRow) : null;
+      putEvent.run(c.event_id, c.document_id, 'pending', Date.now(), prev);
       putDoc.run({
         document_id: c.document_id,
         kind: c.kind,

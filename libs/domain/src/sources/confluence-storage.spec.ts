@@ -66,8 +66,8 @@ describe('confluenceStorageToBlocks', () => {
 describe('confluenceAcl', () => {
   it('maps read restrictions to groups and users, and no restriction to everyone', () => {
     expect(confluenceAcl({ restrictions: { user: { results: [{ accountId: '5b10ac8d82e05b22cc7d4ef5' }] }, group: { results: [{ name: 'eng' }] } } })).toEqual([
-      'eng',
-      '5b10ac8d82e05b22cc7d4ef5',
+      'group:eng',
+      'user:5b10ac8d82e05b22cc7d4ef5',
     ]);
     expect(confluenceAcl({ restrictions: { user: { results: [] }, group: { results: [] } } })).toEqual(['*']);
     expect(confluenceAcl(null, ['staff'])).toEqual(['staff']);

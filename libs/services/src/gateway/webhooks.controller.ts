@@ -2,6 +2,7 @@ import { Controller, HttpCode, Inject, Post, Req } from '@nestjs/common';
 import type { Request } from 'express';
 import { WebhookIntake } from '@rag/application';
 import { AppError } from '@rag/platform';
+import { Public } from './auth.guard';
 
 function rawBody(req: Request): Buffer {
   if (Buffer.isBuffer(req.body)) return req.body;
@@ -20,6 +21,7 @@ function headersOf(req: Request): Record<string, string | undefined> {
  * by its HMAC signature. 200 with `{status: queued|duplicate|ignored|verified|…}`; a bad signature or a replay
  * gets 401, a malformed payload 400, an unconfigured source 404 — and queues nothing.
  */
+@Public()
 @Controller('v1/webhooks')
 export class WebhooksController {
   constructor(@Inject(WebhookIntake) private readonly intake: WebhookIntake) {}
