@@ -1,3 +1,4 @@
+import './tracing';
 import { ChunkerModule, runStandalone } from '@rag/services';
 
 void runStandalone('chunker', [ChunkerModule], ['bus']);

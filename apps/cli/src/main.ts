@@ -1,3 +1,4 @@
+import './tracing';
 import 'reflect-metadata';
 import { basename, isAbsolute, join, relative, resolve } from 'node:path';
 import { Command, Option } from 'commander';

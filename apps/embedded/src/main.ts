@@ -1,3 +1,4 @@
+import './tracing';
 import { runEmbedded } from '@rag/services';
 
 void runEmbedded();

@@ -1,3 +1,4 @@
+import './tracing';
 import { loadConfig } from '@rag/platform';
 import { GatewayModule, GrpcQueryPathModule, LocalQueryPathModule, runStandalone } from '@rag/services';
 

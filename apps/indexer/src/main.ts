@@ -1,3 +1,4 @@
+import './tracing';
 import { IndexerModule, runStandalone } from '@rag/services';
 
 void runStandalone('indexer', [IndexerModule], ['bus', 'registry', 'embedder', 'vectors', 'keywords']);

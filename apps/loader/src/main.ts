@@ -1,3 +1,4 @@
+import './tracing';
 import { LoaderModule, runStandalone } from '@rag/services';
 
 void runStandalone('loader', [LoaderModule], ['bus']);

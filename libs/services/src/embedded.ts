@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Module, type DynamicModule, type INestApplicationContext, type INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { DocumentService, QueryOrchestrator } from '@rag/application';
-import { type AppConfig, ConfigError, Logger, loadConfig } from '@rag/platform';
+import { type AppConfig, ConfigError, Logger, loadConfig, shutdownTracing, startTracing } from '@rag/platform';
 import { BUS, REGISTRY, type Bus, type Registry } from '@rag/ports';
 import { ChunkerModule } from './chunker/chunker.module';
 import { CoreModule } from './core/core.module';
@@ -113,6 +113,8 @@ export function lockDataDir(dataDir: string): () => void {
 
 /** `npm start` / `rag start`: the whole platform in one process, serving the gateway API. */
 export async function runEmbedded(config?: AppConfig): Promise<void> {
+  // Normally started first by the main (apps/embedded, the CLI); idempotent.
+  startTracing('embedded');
   let cfg: AppConfig;
   try {
     cfg = config ?? loadConfig();
@@ -138,6 +140,7 @@ export async function runEmbedded(config?: AppConfig): Promise<void> {
     process.stderr.write(`\nrag: ${signal} received, shutting down…\n`);
     await server.close();
     unlock();
+    await shutdownTracing();
     process.exit(0);
   };
   process.on('SIGINT', () => void stop('SIGINT'));

@@ -1,16 +1,20 @@
 import 'reflect-metadata';
-import { Controller, Get, Module, type DynamicModule, type Type } from '@nestjs/common';
+import { Controller, Get, Inject, Injectable, Module, Optional, type DynamicModule, type OnApplicationShutdown, type Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { Response } from 'express';
 import { Res } from '@nestjs/common';
-import { ConfigError, Logger, loadConfig, metricsRegistry, type AppConfig } from '@rag/platform';
+import { ConfigError, Logger, loadConfig, metricsRegistry, shutdownTracing, startTracing, type AppConfig } from '@rag/platform';
+import { BUS, type Bus } from '@rag/ports';
 import { CoreModule, type Part } from './core/core.module';
+import { renderMetrics } from './core/metrics-endpoint';
 import { Public } from './gateway/auth.guard';
 import { configureHttp } from './gateway/http';
 
 @Controller()
 @Public()
 class ServiceHealthController {
+  constructor(@Optional() @Inject(BUS) private readonly bus?: Bus) {}
+
   @Get('healthz')
   healthz() {
     return { status: 'ok' };
@@ -22,11 +26,19 @@ class ServiceHealthController {
   @Get('metrics')
   async metrics(@Res() res: Response) {
     res.setHeader('Content-Type', metricsRegistry.contentType);
-    res.send(await metricsRegistry.metrics());
+    res.send(await renderMetrics({ bus: this.bus }));
   }
 }
 
-@Module({ controllers: [ServiceHealthController] })
+/** Exports the spans still buffered when the service stops (after the bus and stores closed). */
+@Injectable()
+class TracingShutdown implements OnApplicationShutdown {
+  async onApplicationShutdown(): Promise<void> {
+    await shutdownTracing();
+  }
+}
+
+@Module({ controllers: [ServiceHealthController], providers: [TracingShutdown] })
 class ServiceHealthModule {}
 
 /**
@@ -39,6 +51,8 @@ export async function runStandalone(
   parts: Part[],
   opts: { config?: AppConfig; gatewayHttp?: boolean } = {},
 ): Promise<void> {
+  // Normally started first by the service's main (apps/*/src/tracing.ts); idempotent.
+  startTracing(name);
   const log = new Logger(name);
   let cfg: AppConfig;
   try {

@@ -12,7 +12,7 @@ import {
   type RetryOptions,
 } from 'kafkajs';
 import { ALL_TOPICS, DLQ_HEADERS, Topic } from '@rag/contracts';
-import { Logger, metrics } from '@rag/platform';
+import { Logger, metrics, traceHeaders } from '@rag/platform';
 import type { Bus, OutgoingMessage, SubscribeOptions } from '@rag/ports';
 import { decodeHeaders, decodeValue, deliverWithRetries, nextOffset, partitionLag, type DeliveryOutcome, type BusRetryPolicy } from './delivery';
 
@@ -200,10 +200,12 @@ export class KafkaBus implements Bus {
     if (messages.length === 0) return;
     await this.ensureTopics();
     const producer = await this.ensureProducer();
+    // W3C trace context of the publishing span (traceparent): the consuming stage continues the same trace.
+    const trace = traceHeaders();
     const send = producer.send({
       topic: this.physical(topic),
       acks: -1,
-      messages: messages.map((m) => ({ key: m.key, value: JSON.stringify(m.value ?? null), headers: { ...(m.headers ?? {}) } })),
+      messages: messages.map((m) => ({ key: m.key, value: JSON.stringify(m.value ?? null), headers: { ...trace, ...(m.headers ?? {}) } })),
     });
     let timer: NodeJS.Timeout | undefined;
     try {
@@ -396,7 +398,10 @@ export class KafkaBus implements Bus {
         let lag = 0;
         for (const m of marks) {
           const c = entry.partitions.find((p) => p.partition === m.partition);
-          lag += partitionLag({ high: m.high, low: m.low, committed: c ? c.offset : null });
+          const behind = partitionLag({ high: m.high, low: m.low, committed: c ? c.offset : null });
+          lag += behind;
+          // This process's own groups only, so that two services never report the same series.
+          if (topics !== null) metrics.consumerLag.set({ group, topic, partition: String(m.partition) }, behind);
         }
         out.push({ group, topic, lag });
       }

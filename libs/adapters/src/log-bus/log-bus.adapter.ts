@@ -3,7 +3,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { DLQ_HEADERS, Topic } from '@rag/contracts';
-import { Logger } from '@rag/platform';
+import { Logger, metrics, traceHeaders } from '@rag/platform';
 import { NonRetryableError } from '@rag/ports';
 import type { Bus, BusMessage, Headers, OutgoingMessage, SubscribeOptions } from '@rag/ports';
 
@@ -110,11 +110,13 @@ export class SqliteLogBus implements Bus {
       'INSERT INTO bus_messages (topic, partition, offset, key, value, headers, ts) VALUES (?, ?, ?, ?, ?, ?, ?)',
     );
     const now = Date.now();
+    // W3C trace context of the publishing span (traceparent), as on Kafka: the consuming stage continues the trace.
+    const trace = traceHeaders();
     const tx = this.db.transaction(() => {
       for (const m of messages) {
         const p = this.partitionFor(m.key);
         const next = ((head.get(topic, p) as number | undefined) ?? 0) + 1;
-        insert.run(topic, p, next, m.key, JSON.stringify(m.value), JSON.stringify(m.headers ?? {}), now);
+        insert.run(topic, p, next, m.key, JSON.stringify(m.value), JSON.stringify({ ...trace, ...(m.headers ?? {}) }), now);
         setHead.run(topic, p, next);
       }
     });
@@ -234,17 +236,28 @@ export class SqliteLogBus implements Bus {
         },
       },
     ]);
+    metrics.dlq.inc({ stage: c.stage, topic: c.topic });
   }
 
   async lag(): Promise<{ group: string; topic: Topic; lag: number }[]> {
     const rows = this.db
       .prepare(
-        `SELECT o.grp AS grp, o.topic AS topic, SUM(COALESCE(h.head, 0) - o.committed) AS lag
-         FROM bus_offsets o LEFT JOIN bus_heads h ON h.topic = o.topic AND h.partition = o.partition
-         GROUP BY o.grp, o.topic`,
+        `SELECT o.grp AS grp, o.topic AS topic, o.partition AS partition, COALESCE(h.head, 0) - o.committed AS lag
+         FROM bus_offsets o LEFT JOIN bus_heads h ON h.topic = o.topic AND h.partition = o.partition`,
       )
-      .all() as { grp: string; topic: Topic; lag: number }[];
-    return rows.map((r) => ({ group: r.grp, topic: r.topic, lag: Math.max(0, r.lag) }));
+      .all() as { grp: string; topic: Topic; partition: number; lag: number }[];
+    const own = new Set(this.consumers.map((c) => `${c.group}\0${c.topic}`));
+    const sums = new Map<string, { group: string; topic: Topic; lag: number }>();
+    for (const r of rows) {
+      const behind = Math.max(0, r.lag);
+      // rag_kafka_consumer_lag for this process's own groups (several processes may share the log).
+      if (own.has(`${r.grp}\0${r.topic}`)) metrics.consumerLag.set({ group: r.grp, topic: r.topic, partition: String(r.partition) }, behind);
+      const k = `${r.grp}\0${r.topic}`;
+      const s = sums.get(k) ?? { group: r.grp, topic: r.topic, lag: 0 };
+      s.lag += behind;
+      sums.set(k, s);
+    }
+    return [...sums.values()];
   }
 
   /** Messages on the DLQ (newest last), for operators and tests. */

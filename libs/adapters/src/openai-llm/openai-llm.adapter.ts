@@ -1,4 +1,4 @@
-import { AppError, type ErrorCode } from '@rag/platform';
+import { AppError, metrics, setSpanAttributes, type ErrorCode } from '@rag/platform';
 import type { ChatMessage, Llm, LlmUsage } from '@rag/ports';
 import { SseDataParser } from './sse';
 
@@ -101,7 +101,7 @@ export class OpenAiCompatibleLlm implements Llm {
       if (contentType.includes('application/json')) {
         // The server ignored `stream: true`.
         const { text, usage } = parseCompletion(await readBody(res, Infinity), this.endpoint);
-        if (usage) opts.onUsage?.(usage);
+        if (usage) this.recordUsage(usage, opts);
         if (text) yield text;
         return;
       }
@@ -134,7 +134,7 @@ export class OpenAiCompatibleLlm implements Llm {
       } finally {
         if (!done) await reader.cancel().catch(() => undefined);
       }
-      if (usage) opts.onUsage?.(usage);
+      if (usage) this.recordUsage(usage, opts);
       if (!finished) throw new OpenAiLlmError('unavailable', `LLM stream from ${this.endpoint} ended before completion (no [DONE])`);
     } catch (e) {
       throw timer.translate(e, this.endpoint);
@@ -150,12 +150,22 @@ export class OpenAiCompatibleLlm implements Llm {
       const res = await this.post(this.body(messages, opts, false, false), 'application/json', timer.signal);
       if (!res.ok) throw await httpError(res, this.endpoint);
       const { text, usage } = parseCompletion(await readBody(res, Infinity), this.endpoint);
+      if (usage) this.recordUsage(usage);
       return usage ? { text, usage } : { text };
     } catch (e) {
       throw timer.translate(e, this.endpoint);
     } finally {
       timer.dispose();
     }
+  }
+
+  /** Token usage the server reported: rag_llm_tokens_total{kind,model}, attributes of the active span, `onUsage`. */
+  private recordUsage(usage: LlmUsage, opts?: OpenAiStreamOptions): void {
+    const model = this.options.model;
+    metrics.llmTokens.inc({ kind: 'prompt', model }, usage.prompt_tokens);
+    metrics.llmTokens.inc({ kind: 'completion', model }, usage.completion_tokens);
+    setSpanAttributes({ 'gen_ai.request.model': model, 'gen_ai.usage.input_tokens': usage.prompt_tokens, 'gen_ai.usage.output_tokens': usage.completion_tokens });
+    opts?.onUsage?.(usage);
   }
 
   /** POSTs a streaming request; retries once without `stream_options` when the server rejects that field. */

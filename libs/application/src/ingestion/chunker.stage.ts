@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { DocumentEventSchema, Topic, type ChunksEvent } from '@rag/contracts';
 import { chunkDocument, type ChunkOptions } from '@rag/domain';
+import { setSpanAttributes } from '@rag/platform';
 import type { Bus, BusMessage } from '@rag/ports';
 import { publishStatus } from './stage-publisher';
 import { parseMessage } from './validate';
@@ -14,12 +15,18 @@ export class ChunkerStage {
 
   async handle(msg: BusMessage): Promise<void> {
     const event = parseMessage(DocumentEventSchema, msg.value, 'document event');
+    setSpanAttributes(
+      event.op === 'delete'
+        ? { 'rag.tenant': event.tenant, 'rag.document_id': event.document_id, 'rag.version': event.version, 'rag.op': 'delete' }
+        : { 'rag.tenant': event.document.tenant, 'rag.document_id': event.document.document_id, 'rag.version': event.document.version, 'rag.op': 'upsert' },
+    );
     if (event.op === 'delete') {
       await this.bus.publish(Topic.Chunks, [{ key: event.document_id, value: { ...event, event_id: randomUUID() } }]);
       return;
     }
     const doc = event.document;
     const chunks = chunkDocument(doc, this.options);
+    setSpanAttributes({ 'rag.chunks': chunks.length, 'rag.chunks.child': chunks.filter((c) => c.kind === 'child').length });
     if (chunks.length === 0) {
       await publishStatus(this.bus, {
         document_id: doc.document_id,

@@ -1,5 +1,5 @@
 import { EmbeddedChunksEventSchema } from '@rag/contracts';
-import { Logger } from '@rag/platform';
+import { inStage, Logger, setSpanAttributes } from '@rag/platform';
 import { NonRetryableError } from '@rag/ports';
 import type { Bus, BusMessage, KeywordIndex, Registry, VectorRecord, VectorStore } from '@rag/ports';
 import { publishStatus } from './stage-publisher';
@@ -29,14 +29,20 @@ export class IndexerStage {
     const record = await this.registry.get(documentId);
     const latest = record?.version ?? 0;
     const version = event.op === 'delete' ? event.version : event.document.version;
+    const tenant = event.op === 'delete' ? event.tenant : event.document.tenant;
+    setSpanAttributes({ 'rag.tenant': tenant, 'rag.document_id': documentId, 'rag.version': version, 'rag.op': event.op });
+    const dense = { 'rag.tenant': tenant, 'rag.document_id': documentId, 'rag.index.type': this.vectors.constructor.name };
+    const keyword = { 'rag.tenant': tenant, 'rag.document_id': documentId, 'rag.index.type': this.keywords.constructor.name };
     if (version < latest) {
       this.log.info('skipping a stale version', { document_id: documentId, version, latest });
       return;
     }
     if (event.op === 'delete') {
-      await this.vectors.deleteDocument(event.document_id);
-      await this.keywords.deleteDocument(event.document_id);
-      await this.vectors.flush();
+      await inStage('index-dense', dense, async () => {
+        await this.vectors.deleteDocument(event.document_id);
+        await this.vectors.flush();
+      });
+      await inStage('index-keyword', keyword, () => this.keywords.deleteDocument(event.document_id));
       await this.registry.markDeleted(event.document_id, event.version);
       await publishStatus(this.bus, { document_id: event.document_id, tenant: event.tenant, version, status: 'deleted', stage: 'indexer' });
       return;
@@ -72,9 +78,13 @@ export class IndexerStage {
         vector: Float32Array.from(v.vector),
       };
     });
-    await this.vectors.upsert(records);
-    await this.keywords.upsert(doc.chunks);
-    await this.vectors.flush();
+    setSpanAttributes({ 'rag.chunks': doc.chunks.length, 'rag.vectors': records.length, 'rag.embedding.model': doc.model });
+    // Both writes are durable before the registry switches the active version below.
+    await inStage('index-dense', { ...dense, 'rag.vectors': records.length }, async () => {
+      await this.vectors.upsert(records);
+      await this.vectors.flush();
+    });
+    await inStage('index-keyword', { ...keyword, 'rag.chunks': doc.chunks.length }, () => this.keywords.upsert(doc.chunks));
     const children = doc.chunks.filter((c) => c.kind === 'child').length;
     await this.registry.markIndexed(doc.document_id, version, doc.content_hash, children);
     // Version 1 is the first version ever reserved for this id (a re-created document gets a higher one), so there

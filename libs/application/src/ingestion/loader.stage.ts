@@ -7,7 +7,7 @@ import {
   type StructuredDocument,
 } from '@rag/contracts';
 import { contentHash, loadContent } from '@rag/domain';
-import { Logger } from '@rag/platform';
+import { Logger, setSpanAttributes } from '@rag/platform';
 import type { Bus, BusMessage } from '@rag/ports';
 import { AppError } from '@rag/platform';
 import type { SourceConnector } from '@rag/ports';
@@ -36,12 +36,14 @@ export class LoaderStage {
 
   async handle(msg: BusMessage): Promise<void> {
     const event = parseMessage(SourceEventSchema, msg.value, 'source event');
+    setSpanAttributes({ 'rag.tenant': event.tenant, 'rag.document_id': event.document_id, 'rag.version': event.version, 'rag.op': event.op });
     if (event.op === 'delete') {
       const out: DocumentEvent = { ...event, event_id: randomUUID() };
       await this.bus.publish(Topic.Documents, [{ key: event.document_id, value: out }]);
       return;
     }
     await publishStatus(this.bus, { document_id: event.document_id, tenant: event.tenant, version: event.version, status: 'processing', stage: 'loader' });
+    setSpanAttributes({ 'rag.mime_type': event.mime_type, 'rag.source.kind': event.source.kind });
     const doc = await this.load(event);
     if (doc.ok === 'gone') {
       this.log.info('page gone at the source: deleting', { document_id: event.document_id, version: event.version, reason: doc.reason });
@@ -50,6 +52,7 @@ export class LoaderStage {
       return;
     }
     if (!doc.ok) {
+      setSpanAttributes({ 'rag.outcome': 'failed' });
       this.log.warn('document failed to load', { document_id: event.document_id, version: event.version, reason: doc.reason });
       await publishStatus(this.bus, {
         document_id: event.document_id,
@@ -61,6 +64,7 @@ export class LoaderStage {
       });
       return;
     }
+    setSpanAttributes({ 'rag.blocks': doc.document.blocks.length });
     const out: DocumentEvent = { event_id: randomUUID(), op: 'upsert', document: doc.document };
     await this.bus.publish(Topic.Documents, [{ key: event.document_id, value: out }]);
   }

@@ -1,6 +1,6 @@
 import type { Degraded, ScoredChunk } from '@rag/contracts';
 import { buildAnswerPrompt, extractiveAnswer, isRefusalAnswer, parseCitations, REFUSAL_MESSAGE, shouldRefuse } from '@rag/domain';
-import { Logger } from '@rag/platform';
+import { inStage, Logger, setSpanAttributes } from '@rag/platform';
 import type { Llm } from '@rag/ports';
 import type { GenerateCall, GenerationResult } from './query-path';
 
@@ -23,7 +23,16 @@ export class GeneratorService implements GenerateCall {
     private readonly opts: GeneratorOptions,
   ) {}
 
-  async generate(question: string, all: ScoredChunk[], onDelta?: (t: string) => void, signal?: AbortSignal): Promise<GenerationResult> {
+  generate(question: string, all: ScoredChunk[], onDelta?: (t: string) => void, signal?: AbortSignal): Promise<GenerationResult> {
+    const attributes = { 'rag.sources': Math.min(all.length, this.opts.maxSources), 'rag.llm.model': this.llm?.id ?? 'extractive' };
+    return inStage('generate', attributes, async () => {
+      const r = await this.answer(question, all, onDelta, signal);
+      setSpanAttributes({ 'rag.refused': r.refused, 'rag.citations': r.cited_refs.length, 'rag.evidence': r.evidence, 'rag.degraded': r.degraded.join(',') });
+      return r;
+    });
+  }
+
+  private async answer(question: string, all: ScoredChunk[], onDelta?: (t: string) => void, signal?: AbortSignal): Promise<GenerationResult> {
     const sources = all.slice(0, this.opts.maxSources);
     const context = (s: ScoredChunk) => s.parent_text ?? s.text;
     const gate = shouldRefuse(

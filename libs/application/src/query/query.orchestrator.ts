@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Citation, Degraded, Filters, QueryAnswer, RetrievalResult, RetrieveAnswer, ScoredChunk, SearchMode, SearchScope } from '@rag/contracts';
 import { normalizeQuery, reciprocalRankFusion, validateFilterKeys } from '@rag/domain';
-import { AppError, Logger, withDeadline } from '@rag/platform';
+import { activeTraceId, AppError, inStage, Logger, setSpanAttributes, withDeadline } from '@rag/platform';
 import type { GenerateCall, QueryEmbeddingCall, RerankCall, RetrieveCall } from './query-path';
 import type { QueryRewriter } from './query-rewriter';
 import { round } from './retriever.service';
@@ -21,7 +21,8 @@ export interface QueryRequest {
   rerank?: boolean;
 }
 
-export const newTraceId = (): string => randomBytes(16).toString('hex');
+/** The OpenTelemetry trace id of the active span (the request's trace), or a random one when tracing is off. */
+export const newTraceId = (): string => activeTraceId() ?? randomBytes(16).toString('hex');
 
 /** The gateway's query path: embed → retrieve (dense ∥ keyword, RRF) → rerank → generate, each under a deadline. */
 export class QueryOrchestrator {
@@ -110,7 +111,22 @@ export class QueryOrchestrator {
   }
 
   /** Retrieval then a cited answer (or a refusal); `onDelta` receives the answer text as it is produced. */
-  async answer(req: QueryRequest, scope: SearchScope, onDelta?: (t: string) => void, traceId = newTraceId()): Promise<QueryAnswer> {
+  answer(req: QueryRequest, scope: SearchScope, onDelta?: (t: string) => void, traceId = newTraceId()): Promise<QueryAnswer> {
+    const attributes = {
+      'rag.tenant': scope.tenant,
+      'rag.mode': req.mode ?? 'hybrid',
+      'rag.top_k': req.top_k ?? this.opts.topK,
+      'rag.rerank': req.rerank ?? this.reranker.available,
+      'rag.filters': Object.keys(req.filters ?? {}).join(','),
+    };
+    return inStage('query', attributes, async () => {
+      const a = await this.answerInSpan(req, scope, onDelta, traceId);
+      setSpanAttributes({ 'rag.refused': a.refused, 'rag.citations': a.citations.length, 'rag.degraded': a.degraded.join(',') });
+      return a;
+    });
+  }
+
+  private async answerInSpan(req: QueryRequest, scope: SearchScope, onDelta: ((t: string) => void) | undefined, traceId: string): Promise<QueryAnswer> {
     const started = performance.now();
     const r = await this.retrieve(req, scope, traceId);
     const t0 = performance.now();

@@ -1,6 +1,6 @@
 import type { Degraded, RetrievalResult, ScoredChunk } from '@rag/contracts';
 import { applyVersionFence, expandToParents, reciprocalRankFusion } from '@rag/domain';
-import { Logger } from '@rag/platform';
+import { inStage, Logger, setSpanAttributes, type StageName } from '@rag/platform';
 import type { KeywordHit, KeywordIndex, Registry, VectorHit, VectorStore } from '@rag/ports';
 import type { RetrieveCall, RetrieveRequest } from './query-path';
 
@@ -23,15 +23,31 @@ export class RetrieverService implements RetrieveCall {
     private readonly opts: RetrieverOptions,
   ) {}
 
-  async retrieve(req: RetrieveRequest): Promise<RetrievalResult> {
+  retrieve(req: RetrieveRequest): Promise<RetrievalResult> {
+    const attributes = {
+      'rag.tenant': req.scope.tenant,
+      'rag.mode': req.mode,
+      'rag.top_k': req.top_k,
+      'rag.candidates': req.candidates,
+      'rag.filters': Object.keys(req.filters ?? {}).join(','),
+    };
+    return inStage('retrieve', attributes, () => this.search(req));
+  }
+
+  private async search(req: RetrieveRequest): Promise<RetrievalResult> {
     const timings: Record<string, number> = {};
     const degraded: Degraded[] = [];
-    const timed = async <T>(stage: string, fn: () => Promise<T>): Promise<T> => {
+    // Each search is a stage span (retrieve-dense / retrieve-keyword) and a `timings_ms` entry (retrieve_dense …).
+    const timed = async <T>(stage: StageName, index: string, fn: () => Promise<T>): Promise<T> => {
       const t0 = performance.now();
       try {
-        return await fn();
+        return await inStage(stage, { 'rag.index.type': index, 'rag.k': req.candidates }, async () => {
+          const hits = await fn();
+          if (Array.isArray(hits)) setSpanAttributes({ 'rag.hits': hits.length });
+          return hits;
+        });
       } finally {
-        timings[stage] = round(performance.now() - t0);
+        timings[stage.replace('-', '_')] = round(performance.now() - t0);
       }
     };
     const wantDense = req.mode !== 'keyword';
@@ -39,7 +55,7 @@ export class RetrieverService implements RetrieveCall {
     const [dense, keyword] = await Promise.all([
       wantDense
         ? req.vector
-          ? timed('retrieve_dense', () => this.vectors.search({ vector: req.vector!, k: req.candidates, scope: req.scope, filters: req.filters })).catch(
+          ? timed('retrieve-dense', this.vectors.constructor.name, () => this.vectors.search({ vector: req.vector!, k: req.candidates, scope: req.scope, filters: req.filters })).catch(
               (e: unknown) => {
                 this.log.warn('dense search failed; answering from keyword search', { error: String(e) });
                 degraded.push('dense');
@@ -49,7 +65,7 @@ export class RetrieverService implements RetrieveCall {
           : (degraded.push('dense'), Promise.resolve([] as VectorHit[]))
         : Promise.resolve([] as VectorHit[]),
       wantKeyword
-        ? timed('retrieve_keyword', () => this.keywords.search({ query: req.query, k: req.candidates, scope: req.scope, filters: req.filters })).catch(
+        ? timed('retrieve-keyword', this.keywords.constructor.name, () => this.keywords.search({ query: req.query, k: req.candidates, scope: req.scope, filters: req.filters })).catch(
             (e: unknown) => {
               this.log.warn('keyword search failed; answering from dense search', { error: String(e) });
               degraded.push('keyword');
@@ -60,20 +76,25 @@ export class RetrieverService implements RetrieveCall {
     ]);
 
     const t0 = performance.now();
-    const meta = new Map<string, { document_id: string; version: number }>();
-    for (const h of [...dense, ...keyword]) meta.set(h.chunk_id, { document_id: h.document_id, version: h.version });
-    const fused = reciprocalRankFusion(
-      [
-        { name: 'dense', weight: this.opts.denseWeight, hits: dense.map((h) => ({ id: h.chunk_id, score: h.score })) },
-        { name: 'keyword', weight: this.opts.keywordWeight, hits: keyword.map((h) => ({ id: h.chunk_id, score: h.score })) },
-      ],
-      { k: this.opts.rrfK },
-    );
-    const active = await this.registry.activeVersions([...new Set([...meta.values()].map((m) => m.document_id))]);
-    const fenced = applyVersionFence(
-      fused.map((f) => ({ ...f, ...meta.get(f.id)! })),
-      active,
-    );
+    // RRF over both result lists, then the version fence (the registry's active versions): the `fuse` stage.
+    const fenced = await inStage('fuse', { 'rag.dense.hits': dense.length, 'rag.keyword.hits': keyword.length }, async () => {
+      const meta = new Map<string, { document_id: string; version: number }>();
+      for (const h of [...dense, ...keyword]) meta.set(h.chunk_id, { document_id: h.document_id, version: h.version });
+      const fused = reciprocalRankFusion(
+        [
+          { name: 'dense', weight: this.opts.denseWeight, hits: dense.map((h) => ({ id: h.chunk_id, score: h.score })) },
+          { name: 'keyword', weight: this.opts.keywordWeight, hits: keyword.map((h) => ({ id: h.chunk_id, score: h.score })) },
+        ],
+        { k: this.opts.rrfK },
+      );
+      const active = await this.registry.activeVersions([...new Set([...meta.values()].map((m) => m.document_id))]);
+      const out = applyVersionFence(
+        fused.map((f) => ({ ...f, ...meta.get(f.id)! })),
+        active,
+      );
+      setSpanAttributes({ 'rag.fused': out.length });
+      return out;
+    });
     timings.fuse = round(performance.now() - t0);
 
     const t1 = performance.now();

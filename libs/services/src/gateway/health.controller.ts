@@ -1,7 +1,8 @@
 import { Controller, Get, Header, Inject, Optional, Res } from '@nestjs/common';
 import type { Response } from 'express';
-import { metrics, metricsRegistry } from '@rag/platform';
+import { metricsRegistry } from '@rag/platform';
 import { BUS, REGISTRY, type Bus, type Registry } from '@rag/ports';
+import { renderMetrics } from '../core/metrics-endpoint';
 import { Public } from './auth.guard';
 import { PLAYGROUND_HTML } from './playground.html';
 
@@ -32,12 +33,8 @@ export class HealthController {
 
   @Get('metrics')
   async metrics(@Res() res: Response) {
-    if (this.registry) {
-      const counts = await this.registry.countByStatus();
-      for (const [status, n] of Object.entries(counts)) metrics.documents.set({ status }, n);
-    }
     res.setHeader('Content-Type', metricsRegistry.contentType);
-    res.send(await metricsRegistry.metrics());
+    res.send(await renderMetrics({ bus: this.bus, registry: this.registry }));
   }
 
   @Get()

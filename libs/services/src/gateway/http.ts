@@ -1,7 +1,7 @@
 import type { INestApplication } from '@nestjs/common';
 import { SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import { type AppConfig, metrics } from '@rag/platform';
+import { type AppConfig, extractTraceContext, failSpan, metrics, SpanKind, startSpan, withTraceContext } from '@rag/platform';
 import { HttpErrorFilter } from './http-error.filter';
 import { buildOpenApi } from './openapi';
 
@@ -11,6 +11,8 @@ import { buildOpenApi } from './openapi';
  */
 export function configureHttp(app: INestApplication, config: AppConfig, version: string): void {
   const jsonLimit = Math.ceil(config.RAG_MAX_BODY_BYTES * 1.4) + 64 * 1024;
+  // First: the request's `gateway` span (and latency), so body parsing, auth and the handler all run inside it.
+  app.use(gatewaySpan);
   // Webhooks are verified over their exact bytes (HMAC of the raw body), so they stay a Buffer (sources: webhooks.controller.ts).
   app.use('/v1/webhooks', express.raw({ type: () => true, limit: '1mb' }));
   app.use(express.json({ limit: jsonLimit, type: ['application/json', 'application/*+json'] }));
@@ -23,13 +25,49 @@ export function configureHttp(app: INestApplication, config: AppConfig, version:
       res.status(413).json({ error: { code: 'payload_too_large', message: `request body is larger than the limit of ${jsonLimit} bytes` } });
     } else next(err);
   });
-  app.use((req: Request, res: Response, next: NextFunction) => {
-    res.on('finish', () => {
-      const route = (req.route as { path?: string } | undefined)?.path ?? 'unmatched';
-      metrics.httpRequests.inc({ method: req.method, route, status: String(res.statusCode) });
-    });
-    next();
-  });
   app.useGlobalFilters(new HttpErrorFilter());
   SwaggerModule.setup('docs', app, buildOpenApi(version) as unknown as OpenAPIObject, { jsonDocumentUrl: 'docs/openapi.json' });
+}
+
+/** Paths that are not API traffic: no span (a scrape every few seconds would otherwise flood the traces). */
+const UNTRACED = new Set(['/metrics', '/healthz', '/readyz']);
+
+/**
+ * One SERVER span named `gateway` per API request, continuing the caller's W3C trace context when it sends one; it
+ * is the active context of everything the request does (so `trace_id` in answers is this trace). On `finish` (or
+ * `close` when the client went away): route, status, `rag_http_requests_total`, `rag_http_request_duration_seconds`
+ * and the `gateway` stage latency.
+ */
+function gatewaySpan(req: Request, res: Response, next: NextFunction): void {
+  const started = performance.now();
+  const traced = !UNTRACED.has(req.path);
+  const { span, context } = traced
+    ? startSpan(
+        'gateway',
+        { 'http.request.method': req.method, 'url.path': req.path },
+        { kind: SpanKind.SERVER, parent: extractTraceContext(req.headers) },
+      )
+    : { span: undefined, context: undefined };
+  let done = false;
+  const finish = () => {
+    if (done) return;
+    done = true;
+    const route = (req.route as { path?: string } | undefined)?.path ?? 'unmatched';
+    const status = res.writableFinished ? String(res.statusCode) : 'aborted';
+    const seconds = (performance.now() - started) / 1000;
+    metrics.httpRequests.inc({ method: req.method, route, status });
+    metrics.httpLatency.observe({ method: req.method, route, status }, seconds);
+    if (!span) return;
+    metrics.stageLatency.observe({ stage: 'gateway' }, seconds);
+    span.updateName('gateway');
+    span.setAttributes({ 'http.route': route, 'http.response.status_code': res.statusCode });
+    const tenant = (req as Request & { principal?: { tenant?: unknown } }).principal?.tenant;
+    if (typeof tenant === 'string') span.setAttribute('rag.tenant', tenant);
+    if (res.statusCode >= 500 || status === 'aborted') failSpan(span, new Error(status === 'aborted' ? 'client closed the connection' : `HTTP ${res.statusCode}`));
+    span.end();
+  };
+  res.on('finish', finish);
+  res.on('close', finish);
+  if (context) withTraceContext(context, next);
+  else next();
 }

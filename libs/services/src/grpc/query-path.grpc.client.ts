@@ -1,7 +1,7 @@
 import { credentials, Metadata, type CallOptions, type ChannelOptions, type ClientUnaryCall, type ServiceError } from '@grpc/grpc-js';
 import type { GenerateCall, GenerationResult, QueryEmbeddingCall, RerankCall, RetrieveCall, RetrieveRequest } from '@rag/application';
 import { RagV1, type Degraded, type RetrievalResult, type ScoredChunk } from '@rag/contracts';
-import { AppError, type AppConfig } from '@rag/platform';
+import { AppError, injectTraceContext, inSpan, SpanKind, type AppConfig, type Span } from '@rag/platform';
 import { fromGrpcError } from './grpc-errors';
 import { fromWireChunk, retrievalFromWire, retrieveRequestToWire, toDegraded, toWireChunk } from './grpc-mapping';
 import { GRPC_MAX_MESSAGE_BYTES } from './grpc-server';
@@ -33,17 +33,60 @@ function abortError(what: string, signal: AbortSignal): AppError {
   return new AppError('deadline_exceeded', `${what} cancelled by the caller${reason instanceof Error ? ` (${reason.message})` : ''}`);
 }
 
+/** `what` ('embedder.Embed') → the RPC's full name ('rag.v1.Embedder/Embed'), the client span's name. */
+function rpcName(what: string): { name: string; service: string; method: string } {
+  const [svc = what, method = ''] = what.split('.');
+  const service = `rag.v1.${svc.charAt(0).toUpperCase()}${svc.slice(1)}`;
+  return { name: `${service}/${method}`, service, method };
+}
+
+/**
+ * Runs a call in a CLIENT span (rpc.* attributes) and hands it metadata carrying that span's W3C trace context, so
+ * the service's stage span is its child: one query is one trace across the gateway and the four services.
+ */
+function tracedCall<T>(what: string, address: string, call: (md: Metadata, span: Span) => Promise<T>): Promise<T> {
+  const rpc = rpcName(what);
+  return inSpan(
+    rpc.name,
+    { 'rpc.system': 'grpc', 'rpc.service': rpc.service, 'rpc.method': rpc.method, 'server.address': address },
+    (span) => {
+      const md = new Metadata();
+      for (const [k, v] of Object.entries(injectTraceContext({}))) md.set(k, v);
+      return call(md, span);
+    },
+    { kind: SpanKind.CLIENT },
+  );
+}
+
 type UnaryStarter<Res> = (metadata: Metadata, options: Partial<CallOptions>, callback: (err: ServiceError | null, res: Res) => void) => ClientUnaryCall;
 
 /** One unary call with a deadline, cancelled by the caller's signal, failures mapped to AppError. */
-function unaryCall<Res>(what: string, deadlineMs: number, start: UnaryStarter<Res>, signal?: AbortSignal, onMetadata?: (md: Metadata) => void): Promise<Res> {
+function unaryCall<Res>(
+  what: string,
+  address: string,
+  deadlineMs: number,
+  start: UnaryStarter<Res>,
+  signal?: AbortSignal,
+  onMetadata?: (md: Metadata) => void,
+): Promise<Res> {
+  return tracedCall(what, address, (metadata) => unaryCallWith(metadata, what, deadlineMs, start, signal, onMetadata));
+}
+
+function unaryCallWith<Res>(
+  metadata: Metadata,
+  what: string,
+  deadlineMs: number,
+  start: UnaryStarter<Res>,
+  signal?: AbortSignal,
+  onMetadata?: (md: Metadata) => void,
+): Promise<Res> {
   return new Promise<Res>((resolve, reject) => {
     if (signal?.aborted) {
       reject(abortError(what, signal));
       return;
     }
     const onAbort = () => call.cancel();
-    const call = start(new Metadata(), { deadline: Date.now() + deadlineMs }, (err, res) => {
+    const call = start(metadata, { deadline: Date.now() + deadlineMs }, (err, res) => {
       signal?.removeEventListener('abort', onAbort);
       if (!err) resolve(res);
       else if (signal?.aborted) reject(abortError(what, signal));
@@ -64,6 +107,7 @@ export class GrpcQueryEmbeddingClient implements QueryEmbeddingCall {
   async embedQuery(text: string, signal?: AbortSignal): Promise<Float32Array> {
     const res = await unaryCall<RagV1.EmbedResponse>(
       'embedder.Embed',
+      this.opts.address,
       this.opts.deadlineMs,
       (md, o, cb) => this.client.embed({ texts: [text], input_type: 'query' }, md, o, cb),
       signal,
@@ -87,7 +131,7 @@ export class GrpcRetrieveClient implements RetrieveCall {
 
   async retrieve(req: RetrieveRequest, signal?: AbortSignal): Promise<RetrievalResult> {
     const wire = retrieveRequestToWire(req);
-    const res = await unaryCall<RagV1.RetrieveResponse>('retriever.Retrieve', this.opts.deadlineMs, (md, o, cb) => this.client.retrieve(wire, md, o, cb), signal);
+    const res = await unaryCall<RagV1.RetrieveResponse>('retriever.Retrieve', this.opts.address, this.opts.deadlineMs, (md, o, cb) => this.client.retrieve(wire, md, o, cb), signal);
     return retrievalFromWire(res);
   }
 
@@ -116,6 +160,7 @@ export class GrpcRerankClient implements RerankCall {
     const req: RagV1.RerankRequest = { query, candidates: candidates.map(toWireChunk), top_n: topN };
     const res = await unaryCall<RagV1.RerankResponse>(
       'reranker.Rerank',
+      this.opts.address,
       this.opts.deadlineMs,
       (md, o, cb) => this.client.rerank(req, md, o, cb),
       signal,
@@ -140,6 +185,10 @@ export class GrpcGenerateClient implements GenerateCall {
   }
 
   generate(question: string, sources: ScoredChunk[], onDelta?: (text: string) => void, signal?: AbortSignal): Promise<GenerationResult> {
+    return tracedCall('generator.Generate', this.opts.address, (md) => this.stream(md, question, sources, onDelta, signal));
+  }
+
+  private stream(md: Metadata, question: string, sources: ScoredChunk[], onDelta?: (text: string) => void, signal?: AbortSignal): Promise<GenerationResult> {
     const what = 'generator.Generate';
     return new Promise<GenerationResult>((resolve, reject) => {
       if (signal?.aborted) {
@@ -148,7 +197,7 @@ export class GrpcGenerateClient implements GenerateCall {
       }
       let final: RagV1.GenerateChunk | undefined;
       let failed = false;
-      const call = this.client.generate({ question, sources: sources.map(toWireChunk) }, new Metadata(), { deadline: Date.now() + this.opts.deadlineMs });
+      const call = this.client.generate({ question, sources: sources.map(toWireChunk) }, md, { deadline: Date.now() + this.opts.deadlineMs });
       const onAbort = () => call.cancel();
       signal?.addEventListener('abort', onAbort, { once: true });
       call.on('data', (chunk: RagV1.GenerateChunk) => {

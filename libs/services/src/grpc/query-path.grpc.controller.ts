@@ -1,7 +1,7 @@
 import { Metadata, status, type handleServerStreamingCall, type handleUnaryCall, type ServerUnaryCall, type ServerWritableStream } from '@grpc/grpc-js';
 import type { GenerateCall, RerankCall, RetrieveCall } from '@rag/application';
 import type { RagV1 } from '@rag/contracts';
-import { AppError, Logger, timeStage } from '@rag/platform';
+import { AppError, extractTraceContext, inStage, Logger, SpanKind, withTraceContext, type Context } from '@rag/platform';
 import type { Embedder } from '@rag/ports';
 import { toGrpcStatus } from './grpc-errors';
 import {
@@ -38,11 +38,19 @@ function reportFailure(method: string, e: unknown): ReturnType<typeof toGrpcStat
   return st;
 }
 
-/** A unary handler over an async function: validation/AppErrors become statuses, each call is timed. */
+/** The caller's trace context from the call's metadata (W3C traceparent), so this service's spans join its trace. */
+function callContext(call: { metadata: Metadata }): Context {
+  return extractTraceContext(call.metadata.getMap() as Record<string, string>);
+}
+
+/**
+ * A unary handler over an async function: validation/AppErrors become statuses. It runs in the caller's trace
+ * context; the local service opens its stage span (and observes its stage latency) inside it.
+ */
 function unary<Req, Res>(method: string, fn: (req: Req, signal: AbortSignal, call: ServerUnaryCall<Req, Res>) => Promise<Res>): handleUnaryCall<Req, Res> {
   return (call, callback) => {
     const signal = callSignal(call as ServerUnaryCall<unknown, unknown>, method);
-    timeStage(`rpc_${method}`, () => fn(call.request, signal, call)).then(
+    withTraceContext(callContext(call), () => fn(call.request, signal, call)).then(
       (res) => callback(null, res),
       (e: unknown) => callback(reportFailure(method, e), null),
     );
@@ -54,7 +62,11 @@ export function embedderGrpcController(embedder: Embedder): RagV1.EmbedderServer
   return {
     embed: unary<RagV1.EmbedRequest, RagV1.EmbedResponse>('embed', async (req) => {
       const { texts, inputType } = embedRequestFromWire(req);
-      const vectors = await embedder.embed(texts, inputType);
+      // The Embedder port is served as is: a query embedding is the `query-embed` stage, passages are `embed`.
+      const attributes = { 'rag.embedding.model': embedder.modelId, 'rag.embedding.dim': embedder.dim, 'rag.texts': texts.length };
+      const vectors = await inStage(inputType === 'query' ? 'query-embed' : 'embed', attributes, () => embedder.embed(texts, inputType), {
+        kind: SpanKind.SERVER,
+      });
       return embedResponseToWire(embedder.modelId, embedder.dim, vectors);
     }),
   };
@@ -100,7 +112,7 @@ export function generatorGrpcController(generator: GenerateCall): RagV1.Generato
     const onDelta = (delta: string) => {
       if (delta && !call.cancelled) call.write({ delta, done: false, refused: false, cited_refs: [], degraded: [], answer: '' });
     };
-    timeStage('rpc_generate', () => generator.generate(input.question, input.sources, onDelta, signal)).then((result) => {
+    withTraceContext(callContext(call), () => generator.generate(input.question, input.sources, onDelta, signal)).then((result) => {
       if (call.cancelled) return;
       const trailer = new Metadata();
       trailer.set(EVIDENCE_TRAILER, String(result.evidence));

@@ -1,0 +1,114 @@
+/**
+ * Embedded mode produces the same spans as the distributed services: one ingestion is one trace from the gateway's
+ * request through load → chunk → embed → index (index-dense, index-keyword) over the in-process log bus (trace
+ * context in the message headers), and one query is one trace gateway → query → query-embed, retrieve
+ * (retrieve-dense, retrieve-keyword, fuse), rerank, generate, whose id is the answer's `trace_id`. Spans go to an
+ * in-memory exporter of the real OpenTelemetry SDK started the way every main starts it.
+ */
+import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import { metricsRegistry, startTracing } from '@rag/platform';
+import { api, removeDir, startServer, waitForStatus, type Server } from '../e2e/harness';
+
+const exporter = new InMemorySpanExporter();
+startTracing('embedded-test', { spanProcessors: [new SimpleSpanProcessor(exporter)], env: {} });
+
+const SECRET_SENTENCE = 'The flutter margin of the tailplane was zorblax seven';
+
+let server: Server;
+beforeAll(async () => {
+  server = await startServer();
+}, 60_000);
+afterAll(async () => {
+  await server?.stop();
+  if (server) removeDir(server.dataDir);
+});
+
+const spansOf = (traceId: string) => exporter.getFinishedSpans().filter((s) => s.spanContext().traceId === traceId);
+const parentOf = (s: ReadableSpan) => s.parentSpanContext?.spanId;
+function one(spans: ReadableSpan[], name: string): ReadableSpan {
+  const found = spans.filter((s) => s.name === name);
+  expect(found.map((s) => s.name), `exactly one ${name} span`).toEqual([name]);
+  return found[0]!;
+}
+const isChild = (child: ReadableSpan, parent: ReadableSpan) => parentOf(child) === parent.spanContext().spanId;
+
+async function waitForSpans(traceId: string, names: string[], timeoutMs = 10_000): Promise<ReadableSpan[]> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const spans = spansOf(traceId);
+    if (names.every((n) => spans.some((s) => s.name === n))) return spans;
+    if (Date.now() > deadline) throw new Error(`trace ${traceId} has ${spans.map((s) => s.name).join(', ')}; wanted ${names.join(', ')}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe('tracing in embedded mode', () => {
+  it('makes one ingestion one trace across the bus: gateway → load → chunk → embed → index → index-dense, index-keyword', async () => {
+    const r = await api(server, 'POST', '/v1/documents', {
+      id: 'trace-doc-1',
+      title: 'Tailplane flutter',
+      text: `Flutter report.\n\n${SECRET_SENTENCE}. The test ran at Mach 0.8 in the transonic tunnel.`,
+    });
+    expect(r.status).toBe(202);
+    await waitForStatus(server, 'trace-doc-1', 'indexed');
+    const gateway = exporter
+      .getFinishedSpans()
+      .find((s) => s.name === 'gateway' && s.attributes['url.path'] === '/v1/documents' && s.attributes['http.request.method'] === 'POST');
+    expect(gateway).toBeDefined();
+    const spans = await waitForSpans(gateway!.spanContext().traceId, ['load', 'chunk', 'embed', 'index', 'index-dense', 'index-keyword']);
+    expect(parentOf(gateway!)).toBeUndefined();
+    const load = one(spans, 'load');
+    const chunk = one(spans, 'chunk');
+    const embed = one(spans, 'embed');
+    const index = one(spans, 'index');
+    expect(isChild(load, gateway!)).toBe(true);
+    expect(isChild(chunk, load)).toBe(true);
+    expect(isChild(embed, chunk)).toBe(true);
+    expect(isChild(index, embed)).toBe(true);
+    expect(isChild(one(spans, 'index-dense'), index)).toBe(true);
+    expect(isChild(one(spans, 'index-keyword'), index)).toBe(true);
+    // The registry's status projection joins the same trace (processing from load, indexed from index).
+    expect(spans.filter((s) => s.name === 'registry').map((s) => parentOf(s)).sort()).toEqual([load.spanContext().spanId, index.spanContext().spanId].sort());
+    // Useful attributes, never the text.
+    expect(load.attributes).toMatchObject({ 'rag.tenant': 'default', 'rag.document_id': 'trace-doc-1', 'rag.version': 1, 'messaging.destination.name': 'rag.source.events.v1' });
+    expect(chunk.attributes['rag.chunks']).toBeGreaterThan(0);
+    expect(embed.attributes['rag.embedding.model']).toMatch(/hashing/);
+    expect(one(spans, 'index-dense').attributes['rag.index.type']).toBe('EmbeddedHnswVectorStore');
+    expect(one(spans, 'index-keyword').attributes['rag.index.type']).toBe('EmbeddedBm25KeywordIndex');
+    const everything = JSON.stringify(spans.map((s) => [s.attributes, s.events.map((e) => e.attributes)]));
+    expect(everything).not.toContain('zorblax');
+  });
+
+  it('makes one query one trace whose id is the answer trace_id, with a span per query stage', async () => {
+    const r = await api<{ trace_id: string; refused: boolean }>(server, 'POST', '/v1/query', { question: 'At which Mach number did the flutter test run?', rerank: true });
+    expect(r.status).toBe(200);
+    expect(r.body.trace_id).toMatch(/^[0-9a-f]{32}$/);
+    const spans = await waitForSpans(r.body.trace_id, ['gateway', 'query', 'query-embed', 'retrieve', 'retrieve-dense', 'retrieve-keyword', 'fuse', 'rerank', 'generate']);
+    const gateway = one(spans, 'gateway');
+    const query = one(spans, 'query');
+    const retrieve = one(spans, 'retrieve');
+    expect(parentOf(gateway)).toBeUndefined();
+    expect(gateway.attributes).toMatchObject({ 'http.route': '/v1/query', 'http.response.status_code': 200 });
+    expect(isChild(query, gateway)).toBe(true);
+    for (const name of ['query-embed', 'retrieve', 'rerank', 'generate']) expect(isChild(one(spans, name), query), name).toBe(true);
+    for (const name of ['retrieve-dense', 'retrieve-keyword', 'fuse']) expect(isChild(one(spans, name), retrieve), name).toBe(true);
+    expect(query.attributes).toMatchObject({ 'rag.tenant': 'default', 'rag.mode': 'hybrid', 'rag.rerank': true, 'rag.refused': r.body.refused });
+    expect(one(spans, 'retrieve-dense').attributes['rag.index.type']).toBe('EmbeddedHnswVectorStore');
+    expect(one(spans, 'rerank').attributes['rag.degraded']).toBe('reranker');
+    expect(one(spans, 'generate').attributes['rag.llm.model']).toBe('extractive');
+    // Each stage span is also an observation of rag_stage_duration_seconds{stage}.
+    const text = await metricsRegistry.metrics();
+    for (const stage of ['gateway', 'query', 'query-embed', 'retrieve', 'retrieve-dense', 'retrieve-keyword', 'fuse', 'rerank', 'generate', 'load', 'chunk', 'embed', 'index', 'index-dense', 'index-keyword']) {
+      expect(text).toMatch(new RegExp(`rag_stage_duration_seconds_count\\{stage="${stage}"\\} [1-9]`));
+    }
+  });
+
+  it('continues a caller’s W3C trace context on the gateway', async () => {
+    const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const r = await api<{ trace_id: string }>(server, 'POST', '/v1/retrieve', { query: 'flutter Mach' }, { traceparent: `00-${traceId}-00f067aa0ba902b7-01` });
+    expect(r.status).toBe(200);
+    expect(r.body.trace_id).toBe(traceId);
+    const spans = await waitForSpans(traceId, ['gateway', 'retrieve']);
+    expect(parentOf(one(spans, 'gateway'))).toBe('00f067aa0ba902b7');
+  });
+});
