@@ -93,10 +93,24 @@ export const doc = (i: number) => ({
 });
 
 
+/**
+ * `npm run build` into the shared dist/, or, when RAG_DIST_DIR is set (a folder inside the repository, e.g.
+ * .local/dist-<name>, so node_modules resolve), the same SWC build into that folder: scripts/distributed.js starts
+ * the services from RAG_DIST_DIR, so a suite never rewrites the dist/ that another running suite uses.
+ */
+function build(): number | null {
+  const out = process.env.RAG_DIST_DIR;
+  if (!out) return spawnSync('npm', ['run', 'build'], { cwd: root, stdio: 'ignore' }).status;
+  rmSync(resolve(root, out), { recursive: true, force: true });
+  const swc = join(root, 'node_modules', '.bin', 'swc');
+  return spawnSync(swc, ['apps', 'libs', '-d', out, '--config-file', '.swcrc', '--ignore', '**/*.spec.ts', '--copy-files', '--quiet'], { cwd: root, stdio: 'ignore' })
+    .status;
+}
+
 /** Starts the eight services before a suite and stops them (and drops its collections) after it. */
 export function useDistributedPlatform(): void {
   beforeAll(async () => {
-    expect(spawnSync('npm', ['run', 'build'], { cwd: root, stdio: 'ignore' }).status).toBe(0);
+    expect(build()).toBe(0);
     const plan = JSON.parse(
       execFileSync(process.execPath, [join(root, 'scripts/distributed.js'), '--dry-run'], { cwd: root, env: { ...process.env, ...env }, encoding: 'utf8' }),
     ) as { services: Svc[] };
