@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { BatchInputSchema, DocumentInputSchema, FeedbackInputSchema, QueryInputSchema, RetrieveInputSchema } from '@rag/contracts';
+import { ApiKeyCreateSchema, BatchInputSchema, DocumentInputSchema, FeedbackInputSchema, QueryInputSchema, RetrieveInputSchema } from '@rag/contracts';
 
 const schema = (s: z.ZodType) => z.toJSONSchema(s, { io: 'input', unrepresentable: 'any' });
 const json = (s: object) => ({ 'application/json': { schema: s } });
@@ -9,7 +9,9 @@ const errorBody = {
 };
 const errors = {
   '400': { description: 'invalid request', content: json(errorBody) },
-  '401': { description: 'missing or invalid API key', content: json(errorBody) },
+  '401': { description: 'missing or invalid API key (or forwarded JWT)', content: json(errorBody) },
+  '403': { description: 'the API key lacks the scope of this route, or the JWT names another tenant', content: json(errorBody) },
+  '429': { description: 'rate limit of the API key exceeded; see the Retry-After header', content: json(errorBody) },
   '413': { description: 'body over the limit', content: json(errorBody) },
 };
 
@@ -71,6 +73,18 @@ export function buildOpenApi(version: string) {
       },
       '/v1/feedback': {
         post: { summary: 'Thumbs up/down on an answer', requestBody: { content: json(schema(FeedbackInputSchema)) }, responses: { '202': { description: 'recorded' }, ...errors } },
+      },
+      '/v1/admin/api-keys': {
+        post: {
+          summary: 'Create an API key of the caller’s tenant (admin scope); the key is in this answer only',
+          requestBody: { content: json(schema(ApiKeyCreateSchema)) },
+          responses: { '201': { description: '{id, key, tenant, scopes, groups, unrestricted, rate_limit, …}' }, ...errors },
+        },
+        get: { summary: 'List the API keys of the caller’s tenant (admin scope; never the secrets)', responses: { '200': { description: '{api_keys}' }, ...errors } },
+      },
+      '/v1/admin/api-keys/{id}': {
+        parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
+        delete: { summary: 'Revoke an API key (admin scope)', responses: { '200': { description: 'the revoked key' }, '404': { description: 'not found' }, ...errors } },
       },
       '/healthz': { get: { summary: 'Liveness', security: [], responses: { '200': { description: 'ok' } } } },
       '/readyz': { get: { summary: 'Readiness', security: [], responses: { '200': { description: 'ready' }, '503': { description: 'not ready' } } } },
