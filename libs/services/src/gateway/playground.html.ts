@@ -16,19 +16,22 @@ export const PLAYGROUND_HTML = `<!doctype html>
 <h1>RAG playground</h1>
 <form id="f"><input type="text" id="q" placeholder="Ask a question about your documents" autofocus>
 <select id="mode"><option>hybrid</option><option>dense</option><option>keyword</option></select>
-<button>Ask</button></form>
+<button>Ask</button>
+<input type="password" id="key" placeholder="API key (when the server requires one)" autocomplete="off" style="margin-top:.4rem"></form>
 <div id="out" class="answer" aria-live="polite"></div>
 <div id="meta" class="meta"></div>
 <h3>Citations</h3><ol id="cites"></ol>
 <h3>Timings (ms)</h3><table id="timings"></table>
 <script>
 const $ = (id) => document.getElementById(id);
+$('key').value = sessionStorage.getItem('rag-key') ?? '';
 const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ({'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;'}[c]));
 $('f').addEventListener('submit', async (ev) => {
   ev.preventDefault();
   const question = $('q').value.trim(); if (!question) return;
   $('out').textContent = '…'; $('out').className = 'answer'; $('cites').innerHTML = ''; $('timings').innerHTML = ''; $('meta').textContent = '';
-  const res = await fetch('/v1/query', { method: 'POST', headers: { 'content-type': 'application/json' },
+  const key = $('key').value.trim(); if (key) sessionStorage.setItem('rag-key', key); else sessionStorage.removeItem('rag-key');
+  const res = await fetch('/v1/query', { method: 'POST', headers: { 'content-type': 'application/json', ...(key ? { authorization: 'Bearer ' + key } : {}) },
     body: JSON.stringify({ question, mode: $('mode').value, stream: true }) });
   if (!res.ok) { const e = await res.json().catch(() => ({})); $('out').textContent = 'Error: ' + (e.error?.message ?? res.status); return; }
   const reader = res.body.getReader(); const dec = new TextDecoder(); let buf = ''; let text = '';
