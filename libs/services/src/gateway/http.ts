@@ -52,7 +52,8 @@ function gatewaySpan(req: Request, res: Response, next: NextFunction): void {
   const finish = () => {
     if (done) return;
     done = true;
-    const route = (req.route as { path?: string } | undefined)?.path ?? 'unmatched';
+    // The route pattern (bounded label values), without Express's escapes (`/v1/documents\\:batch`).
+    const route = (req.route as { path?: string } | undefined)?.path?.replace(/\\/g, '') ?? 'unmatched';
     const status = res.writableFinished ? String(res.statusCode) : 'aborted';
     const seconds = (performance.now() - started) / 1000;
     metrics.httpRequests.inc({ method: req.method, route, status });
