@@ -104,6 +104,7 @@ export function createVectorStore(config: AppConfig, embedder: Embedder): Vector
         nlist: config.RAG_MILVUS_NLIST,
         nprobe: config.RAG_MILVUS_NPROBE,
         collectionPrefix: config.RAG_MILVUS_COLLECTION_PREFIX,
+        timeoutMs: storeTimeoutMs(config),
       });
     default:
       return unknown('RAG_VECTOR_STORE', kind);
@@ -116,16 +117,25 @@ export function createKeywordIndex(config: AppConfig): KeywordIndex {
     case 'embedded':
       return new EmbeddedBm25KeywordIndex({ dir: config.dataDir, synchronous: config.RAG_SQLITE_SYNCHRONOUS });
     case 'opensearch':
-      return new OpenSearchKeywordIndex({ node: config.RAG_OPENSEARCH_URL, prefix: config.RAG_KEYWORD_INDEX_PREFIX });
+      return new OpenSearchKeywordIndex({ node: config.RAG_OPENSEARCH_URL, prefix: config.RAG_KEYWORD_INDEX_PREFIX, timeoutMs: storeTimeoutMs(config) });
     case 'elasticsearch':
       return new ElasticsearchKeywordIndex({
         node: config.RAG_ELASTICSEARCH_URL,
         apiKey: config.RAG_ELASTICSEARCH_API_KEY,
         prefix: config.RAG_KEYWORD_INDEX_PREFIX,
+        timeoutMs: storeTimeoutMs(config),
       });
     default:
       return unknown('RAG_KEYWORD_INDEX', kind);
   }
+}
+
+/**
+ * A store that hangs (stopped server, network partition) must fail inside the query's deadline, so the retriever
+ * can still answer from the other search with `degraded`: data calls get at most half of RAG_DEADLINE_MS.
+ */
+export function storeTimeoutMs(config: AppConfig): number {
+  return Math.max(100, Math.min(config.RAG_STORE_TIMEOUT_MS, Math.floor(config.RAG_DEADLINE_MS / 2)));
 }
 
 export async function createReranker(config: AppConfig): Promise<Reranker | null> {

@@ -115,6 +115,8 @@ export const ConfigSchema = z.object({
   RAG_BUS_MAX_ATTEMPTS: int(5, 1, 100),
   RAG_BUS_RETRY_BASE_MS: int(200, 1, 60_000),
   RAG_DEADLINE_MS: int(30_000, 100),
+  /** Per-call limit of Milvus/OpenSearch/Elasticsearch data calls; clamped to half of RAG_DEADLINE_MS so a query can still answer degraded when one store hangs. */
+  RAG_STORE_TIMEOUT_MS: int(10_000, 100),
   /** Sources (Confluence, Notion): see README "Sources: Confluence and Notion". Secrets may come from *_FILE paths. */
   RAG_CONFLUENCE_BASE_URL: optStr.pipe(z.url().optional()),
   RAG_CONFLUENCE_SITE: optStr,
