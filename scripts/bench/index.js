@@ -6,6 +6,7 @@
 //   embed   chunks/s of the embedders (hashing, ONNX models in .models/) at batch sizes 1, 8, 32
 //   load    autocannon against POST /v1/query of the embedded platform (or --url) at 10/50/100 connections
 //   ingest  documents and chunks per second through the pipeline, with the share of each stage
+//   tracing query latency with OpenTelemetry off / ids only / exporting OTLP, three platforms side by side
 //
 // Each prints progress on stderr, then a results table and one JSON line on stdout (with hardware and date).
 // `npm run bench -- <name> --help` lists the options. Needs `npm run build` (the scripts load dist/).
@@ -14,10 +15,11 @@ const BENCHES = {
   embed: () => require('./embed'),
   load: () => require('./load'),
   ingest: () => require('./ingest'),
+  tracing: () => require('./tracing'),
 };
 
 function help() {
-  const text = require('node:fs').readFileSync(__filename, 'utf8').split('\n').slice(2, 11).map((l) => l.replace(/^\/\/ ?/, ''));
+  const text = require('node:fs').readFileSync(__filename, 'utf8').split('\n').slice(2, 12).map((l) => l.replace(/^\/\/ ?/, ''));
   process.stdout.write(text.join('\n') + '\n');
 }
 
