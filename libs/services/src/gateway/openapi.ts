@@ -86,6 +86,20 @@ export function buildOpenApi(version: string) {
         parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
         delete: { summary: 'Revoke an API key (admin scope)', responses: { '200': { description: 'the revoked key' }, '404': { description: 'not found' }, ...errors } },
       },
+      '/v1/webhooks/confluence': {
+        post: {
+          summary: 'Confluence webhook (page_created/updated/removed/trashed/restored); authenticated by X-Hub-Signature (HMAC-SHA256 of the raw body), not an API key',
+          security: [],
+          responses: { '200': { description: '{status: queued|duplicate|ignored, document_id, version?}' }, '400': { description: 'malformed payload' }, '401': { description: 'bad signature or replayed event' }, '404': { description: 'not configured' } },
+        },
+      },
+      '/v1/webhooks/notion': {
+        post: {
+          summary: 'Notion webhook: the verification request, then page.* events authenticated by X-Notion-Signature',
+          security: [],
+          responses: { '200': { description: '{status: queued|duplicate|ignored|verified|verification_received, …}' }, '400': { description: 'malformed payload' }, '401': { description: 'bad signature, token or replayed event' }, '404': { description: 'not configured' } },
+        },
+      },
       '/healthz': { get: { summary: 'Liveness', security: [], responses: { '200': { description: 'ok' } } } },
       '/readyz': { get: { summary: 'Readiness', security: [], responses: { '200': { description: 'ready' }, '503': { description: 'not ready' } } } },
       '/metrics': { get: { summary: 'Prometheus metrics', security: [], responses: { '200': { description: 'text exposition' } } } },
