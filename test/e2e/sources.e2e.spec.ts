@@ -193,6 +193,10 @@ describe('sources: Confluence and Notion (embedded, fake SaaS servers)', () => {
     expect(noPage.status).toBe(400);
     const badEvent = await postConfluenceWebhook(webhookUrl('confluence'), CONFLUENCE_SECRET, { ...payload, event: 'page_exploded' });
     expect(badEvent.status).toBe(400);
+    const { event: _omitted, ...unnamed } = payload;
+    const noEvent = await postConfluenceWebhook(webhookUrl('confluence'), CONFLUENCE_SECRET, unnamed);
+    expect(noEvent.status).toBe(400);
+    expect((await postConfluenceWebhook(`${webhookUrl('confluence')}?event=page_exploded`, CONFLUENCE_SECRET, unnamed)).status).toBe(400);
 
     expect((await doc(id)).status).toBe(404);
     expect(await sourceEventsQueued()).toBe(docsBefore);
@@ -219,10 +223,11 @@ describe('sources: Confluence and Notion (embedded, fake SaaS servers)', () => {
     expect((await doc(deployId)).body).toMatchObject({ status: 'deleted', version: gone.version });
   });
 
-  it('a restored page comes back (a newer event than the delete)', async () => {
+  it('a restored page comes back (a newer event than the delete); the event may be named by the endpoint URL', async () => {
     const page = confluence.pages.get(deployId.split(':').pop()!)!;
     confluence.restore(page.id);
-    const restored = await postConfluenceWebhook(webhookUrl('confluence'), CONFLUENCE_SECRET, confluence.webhookPayload('page_restored', page));
+    const { event: _e, ...unnamed } = confluence.webhookPayload('page_restored', page);
+    const restored = await postConfluenceWebhook(`${webhookUrl('confluence')}?event=page_restored`, CONFLUENCE_SECRET, unnamed);
     expect(restored.body.status).toBe('queued');
     await settled(deployId, 'indexed');
     expect(await retrieveIds('production deploy window Thursday', 'keyword')).toContain(deployId);

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { z } from 'zod';
 import {
+  ConfluenceWebhookEventTypeSchema,
   ConfluenceWebhookSchema,
   NotionVerificationSchema,
   NotionWebhookEventSchema,
@@ -79,7 +80,8 @@ export class WebhookIntake {
     this.now = opts.now ?? Date.now;
   }
 
-  async confluence(raw: Buffer, headers: Record<string, string | undefined>): Promise<Result<WebhookAnswer, AppError>> {
+  /** `eventHint`: the `?event=` of the webhook URL, for payloads that do not name their event (unsigned, so a body naming its event wins). */
+  async confluence(raw: Buffer, headers: Record<string, string | undefined>, eventHint?: string): Promise<Result<WebhookAnswer, AppError>> {
     const cfg = this.opts.confluence;
     if (!cfg?.secret) return err(new AppError('not_found', 'Confluence webhooks are not configured (RAG_CONFLUENCE_WEBHOOK_SECRET)'));
     const sig = verifyHmacSha256(cfg.secret, raw, headers['x-hub-signature']);
@@ -89,6 +91,11 @@ export class WebhookIntake {
     const e = parsed.value;
     const fresh = checkTimestamp(e.timestamp, this.now(), this.opts.toleranceMs);
     if (!fresh.ok) return unauthorized(`${fresh.reason} (replayed or delayed event)`);
+    const hinted = ConfluenceWebhookEventTypeSchema.safeParse(eventHint);
+    const eventType = e.event ?? e.webhookEvent ?? (hinted.success ? hinted.data : undefined);
+    if (!eventType) {
+      return err(new AppError('invalid_request', `malformed Confluence webhook payload: no event (body \`event\`, or the endpoint's ?event= one of ${ConfluenceWebhookEventTypeSchema.options.join(', ')})`));
+    }
     const documentId = confluenceDocumentId(cfg.site, e.page.id);
     if (e.page.contentType && e.page.contentType !== 'page') return ok({ status: 'ignored', reason: `content type ${e.page.contentType} is not indexed`, document_id: documentId });
     if (cfg.spaces.length && e.page.spaceKey && !cfg.spaces.includes(e.page.spaceKey)) {
@@ -96,13 +103,13 @@ export class WebhookIntake {
     }
     // Confluence sends no event id in the body; a delivery identifier header when present, else the signed bytes
     // themselves (a redelivery repeats them exactly).
-    const eventId = headers['x-atlassian-webhook-identifier'] ?? `sha256:${createHash('sha256').update(raw).digest('hex')}`;
+    const eventId = headers['x-atlassian-webhook-identifier'] ?? `${eventType}:sha256:${createHash('sha256').update(raw).digest('hex')}`;
     const req: SourceChangeRequest = {
       event_id: `confluence:${eventId}`,
       kind: 'confluence',
       document_id: documentId,
       ref: e.page.id,
-      op: CONFLUENCE_OPS[e.event],
+      op: CONFLUENCE_OPS[eventType],
       changed_at: e.timestamp,
       ...(e.page.spaceKey ? { scope: e.page.spaceKey } : {}),
       ...(e.page.version !== undefined ? { source_version: String(e.page.version) } : {}),

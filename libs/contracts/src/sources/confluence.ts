@@ -26,7 +26,9 @@ export const ConfluenceWebhookPageSchema = z
 
 export const ConfluenceWebhookSchema = z
   .object({
-    event: ConfluenceWebhookEventTypeSchema,
+    /** Data Center and REST-registered webhooks name the event in the body; otherwise the endpoint's `?event=` does. */
+    event: ConfluenceWebhookEventTypeSchema.optional(),
+    webhookEvent: ConfluenceWebhookEventTypeSchema.optional(),
     /** Event time, epoch milliseconds. */
     timestamp: z.number().int().positive(),
     userAccountId: z.string().optional(),

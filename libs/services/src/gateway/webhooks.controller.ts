@@ -29,7 +29,8 @@ export class WebhooksController {
   @Post('confluence')
   @HttpCode(200)
   async confluence(@Req() req: Request) {
-    const r = await this.intake.confluence(rawBody(req), headersOf(req));
+    const hint = typeof req.query.event === 'string' ? req.query.event : undefined;
+    const r = await this.intake.confluence(rawBody(req), headersOf(req), hint);
     if (!r.ok) throw r.error;
     return r.value;
   }
