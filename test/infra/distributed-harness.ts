@@ -83,8 +83,8 @@ export async function waitAll(ids: string[], wanted: string, timeoutMs = 180_000
 export const servers = (cmd: string, name: string) => execFileSync('bash', [join(root, 'deploy/local/servers.sh'), cmd, name], { stdio: 'ignore', timeout: 240_000 });
 
 export const embedder = new HashingEmbedder({ dim: 384 });
-export const milvus = new MilvusVectorStore({ address: '127.0.0.1:19530', modelId: embedder.modelId, dim: embedder.dim, collectionPrefix: run, indexType: 'HNSW' });
-export const opensearch = new OpenSearchKeywordIndex({ node: 'http://127.0.0.1:9200', prefix: `${run}-chunks` });
+export const milvus = new MilvusVectorStore({ address: process.env.RAG_MILVUS_ADDRESS ?? '127.0.0.1:19530', modelId: embedder.modelId, dim: embedder.dim, collectionPrefix: run, indexType: 'HNSW' });
+export const opensearch = new OpenSearchKeywordIndex({ node: process.env.RAG_OPENSEARCH_URL ?? 'http://127.0.0.1:9200', prefix: `${run}-chunks` });
 
 export const doc = (i: number) => ({
   id: `doc-${i}`,
