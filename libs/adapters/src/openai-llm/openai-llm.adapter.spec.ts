@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { AppError } from '@rag/platform';
+import { AppError, metrics } from '@rag/platform';
 import type { ChatMessage, LlmUsage } from '@rag/ports';
 import { OpenAiCompatibleLlm, OpenAiLlmError } from './openai-llm.adapter';
 
@@ -103,6 +103,12 @@ describe('OpenAiCompatibleLlm.stream', () => {
     expect(pieces.join('')).toBe('升力是垂直于来流的力 [1]。 Lift ⟂ flow.');
     expect(pieces.every((p) => p.length > 0)).toBe(true);
     expect(usages).toEqual([{ prompt_tokens: 42, completion_tokens: 7 }]);
+    // Counted into rag_llm_tokens_total{kind,model}.
+    const tokens = (await metrics.llmTokens.get()).values.filter((v) => v.labels.model === 'm-1');
+    expect(tokens.map((v) => [v.labels.kind, v.value]).sort()).toEqual([
+      ['completion', 7],
+      ['prompt', 42],
+    ]);
     expect(llm.id).toBe('openai:m-1');
     const req = seen[0]!;
     expect(req.method).toBe('POST');
