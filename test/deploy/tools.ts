@@ -54,8 +54,9 @@ export function tempDir(prefix: string): string {
 
 export type K8sObject = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; labels?: Record<string, string> } } & Record<string, unknown>;
 
+/** Parses rendered manifests as Kubernetes does: YAML 1.1, where an unquoted `off`, `yes` or `on` is a boolean. */
 export function parseManifests(text: string): K8sObject[] {
-  return YAML.parseAllDocuments(text)
+  return YAML.parseAllDocuments(text, { version: '1.1' })
     .map((d) => {
       if (d.errors.length) throw new Error(`invalid YAML: ${d.errors.map((e) => e.message).join('; ')}`);
       return d.toJS() as K8sObject | null;
@@ -64,6 +65,14 @@ export function parseManifests(text: string): K8sObject[] {
 }
 
 const CRD_GROUPS = ['monitoring.coreos.com/'];
+
+/**
+ * Objects as a YAML stream of JSON documents: JSON reads the same in YAML 1.1 (the validators) and 1.2 (the `yaml`
+ * package), whereas a plain-YAML `off` or `yes` string would turn into a boolean on the way.
+ */
+function asYamlStream(objects: K8sObject[]): string {
+  return objects.map((o) => JSON.stringify(o)).join('\n---\n') + '\n';
+}
 
 /**
  * Validates rendered manifests against the Kubernetes schemas, strictly (unknown fields and wrong types are errors):
@@ -79,7 +88,7 @@ export function validateManifests(objects: K8sObject[], kubeVersion = '1.33'): s
   const problems: string[] = [];
   if (core.length) {
     const file = join(dir, 'core.yaml');
-    writeFileSync(file, core.map((o) => YAML.stringify(o)).join('---\n'));
+    writeFileSync(file, asYamlStream(core));
     const r = run(tool('kubernetes-validate'), ['--strict', '-k', kubeVersion, file]);
     log += r.stdout + r.stderr;
     const passed = r.stdout.split('\n').filter((l) => l.startsWith('INFO') && l.includes(' passed for resource ')).length;
@@ -91,7 +100,7 @@ export function validateManifests(objects: K8sObject[], kubeVersion = '1.33'): s
   }
   if (crds.length) {
     const file = join(dir, 'crds.yaml');
-    writeFileSync(file, crds.map((o) => YAML.stringify(o)).join('---\n'));
+    writeFileSync(file, asYamlStream(crds));
     const r = run(tool('crd-validate'), [file]);
     log += r.stdout + r.stderr;
     const passed = r.stdout.split('\n').filter((l) => l.startsWith('OK ')).length;
