@@ -57,8 +57,8 @@ function containerEnv(objs: K8sObject[], c: Container, existingSecret: Record<st
   return env;
 }
 
-const CASES = [
-  { name: 'default values', args: [] as string[], existingSecret: {} },
+const CASES: { name: string; args: string[]; existingSecret: Record<string, string> }[] = [
+  { name: 'default values', args: [], existingSecret: {} },
   {
     name: 'production values',
     args: ['-f', join(ROOT, 'helm/rag/values-production.yaml')],

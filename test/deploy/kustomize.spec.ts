@@ -1,0 +1,92 @@
+// deploy/k8s: the kustomize overlays build (kustomize v5 rendering helm/rag through its Helm support) and their
+// output validates strictly against the Kubernetes schemas. Needs kustomize, helm, kubernetes-validate and
+// crd-validate (bash deploy/tools/install.sh all).
+import { join } from 'node:path';
+import { loadConfig } from '@rag/platform';
+import { ROOT, mustRun, parseManifests, tool, validateManifests, type K8sObject } from './tools';
+
+function build(overlay: string): K8sObject[] {
+  const out = mustRun(tool('kustomize'), [
+    'build',
+    '--enable-helm',
+    '--helm-command',
+    tool('helm'),
+    // the chart lives in helm/rag, outside the overlay folders
+    '--load-restrictor',
+    'LoadRestrictionsNone',
+    join(ROOT, 'deploy/k8s/overlays', overlay),
+  ]);
+  return parseManifests(out);
+}
+
+type Deployment = K8sObject & { spec: { replicas?: number; template: { spec: { containers: { name: string; resources: { requests: Record<string, string> }; envFrom: { configMapRef?: { name: string }; secretRef?: { name: string } }[]; env: { name: string; value?: string }[] }[] } } } };
+
+describe('kustomize overlay dev', () => {
+  let objs: K8sObject[];
+  beforeAll(() => {
+    objs = build('dev');
+  });
+
+  it('builds and validates strictly', () => {
+    expect(objs.length).toBeGreaterThan(20);
+    validateManifests(objs);
+  });
+
+  it('puts everything in rag-dev, one replica each, small requests, no autoscaling', () => {
+    for (const o of objs) {
+      if (o.kind === 'Namespace') expect(o.metadata.name).toBe('rag-dev');
+      else expect(o.metadata.namespace, `${o.kind}/${o.metadata.name}`).toBe('rag-dev');
+    }
+    expect(objs.filter((o) => o.kind === 'HorizontalPodAutoscaler')).toEqual([]);
+    const deployments = objs.filter((o) => o.kind === 'Deployment') as Deployment[];
+    expect(deployments.length).toBe(8);
+    for (const d of deployments) {
+      expect(d.spec.replicas).toBe(1);
+      expect(d.spec.template.spec.containers[0].resources.requests.cpu).toBe('50m');
+    }
+  });
+
+  it("provides the Secret the chart references, and the environment passes the platform's config validation", () => {
+    const secret = objs.find((o) => o.kind === 'Secret' && o.metadata.name === 'rag-secrets') as K8sObject & { data: Record<string, string> };
+    expect(secret).toBeDefined();
+    const cm = objs.find((o) => o.kind === 'ConfigMap' && o.metadata.name === 'rag-env') as K8sObject & { data: Record<string, string> };
+    for (const d of objs.filter((o) => o.kind === 'Deployment') as Deployment[]) {
+      const c = d.spec.template.spec.containers[0];
+      expect(c.envFrom.map((e) => e.configMapRef?.name ?? e.secretRef?.name)).toEqual(['rag-env', 'rag-secrets']);
+      const env: Record<string, string> = { ...cm.data };
+      for (const [k, v] of Object.entries(secret.data)) env[k] = Buffer.from(v, 'base64').toString('utf8');
+      for (const e of c.env) if (e.value !== undefined) env[e.name] = e.value;
+      expect(() => loadConfig(env), d.metadata.name).not.toThrow();
+    }
+  });
+});
+
+describe('kustomize overlay production', () => {
+  let objs: K8sObject[];
+  beforeAll(() => {
+    objs = build('production');
+  });
+
+  it('builds and validates strictly (including the ServiceMonitor and PrometheusRule)', () => {
+    expect(objs.some((o) => o.kind === 'ServiceMonitor')).toBe(true);
+    expect(objs.some((o) => o.kind === 'PrometheusRule')).toBe(true);
+    validateManifests(objs);
+  });
+
+  it('adds network policies that select the release pods, and labels everything production', () => {
+    const policies = objs.filter((o) => o.kind === 'NetworkPolicy') as (K8sObject & { spec: { podSelector: { matchLabels: Record<string, string> } } })[];
+    expect(policies.map((p) => p.metadata.name).sort()).toEqual(['rag-allow-ingress-controller', 'rag-allow-prometheus', 'rag-allow-within-release', 'rag-default-deny-ingress']);
+    const podLabels = (objs.filter((o) => o.kind === 'Deployment') as (Deployment & { spec: { template: { metadata: { labels: Record<string, string> } } } })[]).map((d) => d.spec.template.metadata.labels);
+    for (const p of policies) {
+      const selected = podLabels.filter((l) => Object.entries(p.spec.podSelector.matchLabels).every(([k, v]) => l[k] === v));
+      expect(selected.length, p.metadata.name).toBeGreaterThan(0);
+    }
+    for (const o of objs) expect(o.metadata.labels?.environment, `${o.kind}/${o.metadata.name}`).toBe('production');
+  });
+
+  it('autoscales the services and spreads them over zones', () => {
+    expect(objs.filter((o) => o.kind === 'HorizontalPodAutoscaler').length).toBe(8);
+    const gateway = objs.find((o) => o.kind === 'Deployment' && o.metadata.name === 'rag-gateway') as K8sObject & { spec: { template: { spec: { topologySpreadConstraints: { topologyKey: string }[] } } } };
+    expect(gateway.spec.template.spec.topologySpreadConstraints.map((t) => t.topologyKey)).toContain('topology.kubernetes.io/zone');
+  });
+});
