@@ -16,6 +16,7 @@ import { IndexerModule } from './indexer/indexer.module';
 import { LoaderModule } from './loader/loader.module';
 import { RerankerModule } from './reranker/reranker.module';
 import { RetrieverModule } from './retriever/retriever.module';
+import { keepConnectionsAlive } from './http-keepalive';
 
 /** The query path as direct in-process calls. */
 @Module({
@@ -74,6 +75,7 @@ export async function startEmbeddedServer(config: AppConfig, version = '0.1.0'):
   configureHttp(app, config, version);
   app.enableShutdownHooks();
   await app.listen(config.RAG_PORT, config.RAG_HOST);
+  keepConnectionsAlive(app.getHttpServer());
   const addr = app.getHttpServer().address() as { port: number };
   const url = `http://${config.RAG_HOST.includes(':') ? `[${config.RAG_HOST}]` : config.RAG_HOST}:${addr.port}`;
   log.info('gateway listening', { url, data_dir: config.dataDir, embedder: config.RAG_EMBEDDER });

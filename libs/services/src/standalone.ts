@@ -9,6 +9,7 @@ import { CoreModule, type Part } from './core/core.module';
 import { renderMetrics } from './core/metrics-endpoint';
 import { Public } from './gateway/auth.guard';
 import { configureHttp } from './gateway/http';
+import { keepConnectionsAlive } from './http-keepalive';
 
 @Controller()
 @Public()
@@ -71,5 +72,6 @@ export async function runStandalone(
   if (opts.gatewayHttp) configureHttp(app, cfg, process.env.npm_package_version ?? '0.1.0');
   app.enableShutdownHooks();
   await app.listen(cfg.RAG_PORT, cfg.RAG_HOST);
+  keepConnectionsAlive(app.getHttpServer());
   log.info('service started', { service: name, port: cfg.RAG_PORT });
 }
