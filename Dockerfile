@@ -4,11 +4,10 @@
 # Build stage: full Debian image, because better-sqlite3 and hnswlib-node may compile natively (python3, make, g++).
 FROM node:20.19-bookworm AS build
 WORKDIR /app
-# onnxruntime-node ships its CPU binaries in the npm package; its postinstall would otherwise download extras.
-ENV ONNXRUNTIME_NODE_INSTALL=skip \
-    NX_DAEMON=false \
+ENV NX_DAEMON=false \
     NX_NO_CLOUD=true
-COPY package.json package-lock.json .swcrc tsconfig.json tsconfig.base.json nx.json ./
+# .npmrc: onnxruntime-node ships its CPU binaries in the npm package; its postinstall would otherwise download extras.
+COPY package.json package-lock.json .npmrc .swcrc tsconfig.json tsconfig.base.json nx.json ./
 COPY scripts ./scripts
 COPY bin ./bin
 COPY apps ./apps
