@@ -7,7 +7,7 @@ import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigSchema, loadConfig } from '@rag/platform';
 import YAML from 'yaml';
-import { ROOT, helmTemplate, mustRun, parseManifests, run, tool, validateManifests, type K8sObject } from './tools';
+import { ROOT, helmTemplate, mustRun, once, parseManifests, run, tool, validateManifests, type K8sObject } from './tools';
 
 const SERVICES = ['loader', 'chunker', 'embedder', 'indexer', 'retriever', 'reranker', 'generator', 'gateway'];
 const GRPC = new Set(['embedder', 'retriever', 'reranker', 'generator']);
@@ -68,10 +68,7 @@ const CASES: { name: string; args: string[]; existingSecret: Record<string, stri
 ];
 
 describe.each(CASES)('helm chart with $name', ({ args, existingSecret, name }) => {
-  let objs: K8sObject[];
-  beforeAll(() => {
-    objs = parseManifests(helmTemplate(args));
-  });
+  const rendered = once(() => parseManifests(helmTemplate(args)));
 
   it('passes helm lint', () => {
     const out = mustRun(tool('helm'), ['lint', join(ROOT, 'helm/rag'), '--kube-version', '1.33.0', ...args]);
@@ -79,12 +76,14 @@ describe.each(CASES)('helm chart with $name', ({ args, existingSecret, name }) =
   });
 
   it('renders manifests that validate strictly against the Kubernetes schemas', () => {
+    const objs = rendered();
     expect(objs.length).toBeGreaterThan(20);
     const log = validateManifests(objs);
     expect(log).toMatch(/passed for resource deployment\/rag-gateway/);
   });
 
   it('runs each of the eight services from the one image with probes, resources and a locked-down security context', () => {
+    const objs = rendered();
     const deployments = of<Deployment>(objs, 'Deployment').filter((d) => d.metadata.labels?.['app.kubernetes.io/component'] !== 'otel-collector');
     expect(deployments.map((d) => d.metadata.name).sort()).toEqual(SERVICES.map((s) => `rag-${s}`).sort());
     const images = new Set<string>();
@@ -115,6 +114,7 @@ describe.each(CASES)('helm chart with $name', ({ args, existingSecret, name }) =
   });
 
   it("gives every service an environment the platform's config validation accepts", () => {
+    const objs = rendered();
     for (const d of of<Deployment>(objs, 'Deployment').filter((x) => SERVICES.includes(x.metadata.labels?.['app.kubernetes.io/component'] ?? ''))) {
       const c = d.spec.template.spec.containers[0];
       const env = containerEnv(objs, c, existingSecret);
@@ -136,6 +136,7 @@ describe.each(CASES)('helm chart with $name', ({ args, existingSecret, name }) =
   });
 
   it('points the query path at the gRPC Services and every Service at its pods', () => {
+    const objs = rendered();
     const services = of<Service>(objs, 'Service');
     const deployments = of<Deployment>(objs, 'Deployment');
     for (const s of services) {
@@ -154,6 +155,7 @@ describe.each(CASES)('helm chart with $name', ({ args, existingSecret, name }) =
   });
 
   it('scales and protects what exists (HPA targets, PDB selectors)', () => {
+    const objs = rendered();
     const deployments = of<Deployment>(objs, 'Deployment');
     const hpas = of<K8sObject & { spec: { scaleTargetRef: { kind: string; name: string }; minReplicas: number; maxReplicas: number } }>(objs, 'HorizontalPodAutoscaler');
     expect(hpas.length).toBeGreaterThan(0);
@@ -172,6 +174,7 @@ describe.each(CASES)('helm chart with $name', ({ args, existingSecret, name }) =
 
   if (name === 'production values') {
     it('scrapes every service with the ServiceMonitor and ships the rules and dashboards of deploy/observability', () => {
+      const objs = rendered();
       const [sm] = of<K8sObject & { spec: { selector: { matchLabels: Record<string, string> }; endpoints: { port: string; path: string }[] } }>(objs, 'ServiceMonitor');
       const selected = of<Service>(objs, 'Service').filter((s) => matches(sm.spec.selector.matchLabels, s.metadata.labels));
       const appServices = selected.filter((s) => SERVICES.includes(s.metadata.labels?.['app.kubernetes.io/component'] ?? ''));
@@ -197,6 +200,7 @@ describe.each(CASES)('helm chart with $name', ({ args, existingSecret, name }) =
     });
 
     it('runs the OpenTelemetry Collector with deploy/observability/otel-collector/config.yaml and sends traces to it', () => {
+      const objs = rendered();
       const cm = objs.find((o) => o.kind === 'ConfigMap' && o.metadata.name === 'rag-otel-collector') as K8sObject & { data: Record<string, string> };
       expect(cm.data['config.yaml'].trim()).toBe(readFileSync(join(ROOT, 'deploy/observability/otel-collector/config.yaml'), 'utf8').trim());
       const env = objs.find((o) => o.kind === 'ConfigMap' && o.metadata.name === 'rag-env') as K8sObject & { data: Record<string, string> };
@@ -221,39 +225,39 @@ describe('helm chart: failures and strictness', () => {
   });
 
   describe('the validation rejects', () => {
-    let deployment: K8sObject;
-    let serviceMonitor: K8sObject;
-    beforeAll(() => {
+    const samples = once(() => {
       const objs = parseManifests(helmTemplate(['--set', 'metrics.serviceMonitor.enabled=true']));
-      deployment = objs.find((o) => o.kind === 'Deployment' && o.metadata.name === 'rag-gateway')!;
-      serviceMonitor = objs.find((o) => o.kind === 'ServiceMonitor')!;
-      expect(() => validateManifests([deployment, serviceMonitor])).not.toThrow();
+      const deployment = objs.find((o) => o.kind === 'Deployment' && o.metadata.name === 'rag-gateway')!;
+      const serviceMonitor = objs.find((o) => o.kind === 'ServiceMonitor')!;
+      // the unmodified objects are valid, so each rejection below is caused by its one change
+      validateManifests([deployment, serviceMonitor]);
+      return { deployment, serviceMonitor };
     });
     const clone = <T>(o: T): T => structuredClone(o);
 
     it('an unknown field in a built-in kind', () => {
-      const d = clone(deployment) as Deployment;
+      const d = clone(samples().deployment) as Deployment;
       (d.spec.template.spec.containers[0] as unknown as Record<string, unknown>).imagePullPolicyy = 'Always';
       expect(() => validateManifests([d])).toThrow(/imagePullPolicyy/);
     });
 
     it('a wrong type in a built-in kind', () => {
-      const d = clone(deployment) as Deployment;
+      const d = clone(samples().deployment) as Deployment;
       (d.spec as Record<string, unknown>).replicas = 'two';
       expect(() => validateManifests([d])).toThrow(/replicas/);
     });
 
     it('a missing required field in a built-in kind', () => {
-      const d = clone(deployment) as Deployment;
+      const d = clone(samples().deployment) as Deployment;
       delete (d.spec as Partial<Deployment['spec']>).selector;
       expect(() => validateManifests([d])).toThrow(/selector/);
     });
 
     it('an unknown field and a wrong type in a ServiceMonitor', () => {
-      const a = clone(serviceMonitor) as K8sObject & { spec: { endpoints: Record<string, unknown>[] } };
+      const a = clone(samples().serviceMonitor) as K8sObject & { spec: { endpoints: Record<string, unknown>[] } };
       a.spec.endpoints[0].pathh = '/metrics';
       expect(() => validateManifests([a])).toThrow(/unknown field "spec.endpoints\[0\].pathh"/);
-      const b = clone(serviceMonitor) as K8sObject & { spec: { endpoints: Record<string, unknown>[] } };
+      const b = clone(samples().serviceMonitor) as K8sObject & { spec: { endpoints: Record<string, unknown>[] } };
       b.spec.endpoints[0].port = 8080;
       expect(() => validateManifests([b])).toThrow(/cannot unmarshal number/);
     });

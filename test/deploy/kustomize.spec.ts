@@ -3,7 +3,7 @@
 // crd-validate (bash deploy/tools/install.sh all).
 import { join } from 'node:path';
 import { loadConfig } from '@rag/platform';
-import { ROOT, mustRun, parseManifests, tool, validateManifests, type K8sObject } from './tools';
+import { ROOT, mustRun, once, parseManifests, tool, validateManifests, type K8sObject } from './tools';
 
 function build(overlay: string): K8sObject[] {
   const out = mustRun(tool('kustomize'), [
@@ -22,17 +22,16 @@ function build(overlay: string): K8sObject[] {
 type Deployment = K8sObject & { spec: { replicas?: number; template: { spec: { containers: { name: string; resources: { requests: Record<string, string> }; envFrom: { configMapRef?: { name: string }; secretRef?: { name: string } }[]; env: { name: string; value?: string }[] }[] } } } };
 
 describe('kustomize overlay dev', () => {
-  let objs: K8sObject[];
-  beforeAll(() => {
-    objs = build('dev');
-  });
+  const rendered = once(() => build('dev'));
 
   it('builds and validates strictly', () => {
+    const objs = rendered();
     expect(objs.length).toBeGreaterThan(20);
     validateManifests(objs);
   });
 
   it('puts everything in rag-dev, one replica each, small requests, no autoscaling', () => {
+    const objs = rendered();
     for (const o of objs) {
       if (o.kind === 'Namespace') expect(o.metadata.name).toBe('rag-dev');
       else expect(o.metadata.namespace, `${o.kind}/${o.metadata.name}`).toBe('rag-dev');
@@ -47,6 +46,7 @@ describe('kustomize overlay dev', () => {
   });
 
   it("provides the Secret the chart references, and the environment passes the platform's config validation", () => {
+    const objs = rendered();
     const secret = objs.find((o) => o.kind === 'Secret' && o.metadata.name === 'rag-secrets') as K8sObject & { data: Record<string, string> };
     expect(secret).toBeDefined();
     const cm = objs.find((o) => o.kind === 'ConfigMap' && o.metadata.name === 'rag-env') as K8sObject & { data: Record<string, string> };
@@ -62,18 +62,17 @@ describe('kustomize overlay dev', () => {
 });
 
 describe('kustomize overlay production', () => {
-  let objs: K8sObject[];
-  beforeAll(() => {
-    objs = build('production');
-  });
+  const rendered = once(() => build('production'));
 
   it('builds and validates strictly (including the ServiceMonitor and PrometheusRule)', () => {
+    const objs = rendered();
     expect(objs.some((o) => o.kind === 'ServiceMonitor')).toBe(true);
     expect(objs.some((o) => o.kind === 'PrometheusRule')).toBe(true);
     validateManifests(objs);
   });
 
   it('adds network policies that select the release pods, and labels everything production', () => {
+    const objs = rendered();
     const policies = objs.filter((o) => o.kind === 'NetworkPolicy') as (K8sObject & { spec: { podSelector: { matchLabels: Record<string, string> } } })[];
     expect(policies.map((p) => p.metadata.name).sort()).toEqual(['rag-allow-ingress-controller', 'rag-allow-prometheus', 'rag-allow-within-release', 'rag-default-deny-ingress']);
     const podLabels = (objs.filter((o) => o.kind === 'Deployment') as (Deployment & { spec: { template: { metadata: { labels: Record<string, string> } } } })[]).map((d) => d.spec.template.metadata.labels);
@@ -85,6 +84,7 @@ describe('kustomize overlay production', () => {
   });
 
   it('autoscales the services and spreads them over zones', () => {
+    const objs = rendered();
     expect(objs.filter((o) => o.kind === 'HorizontalPodAutoscaler').length).toBe(8);
     const gateway = objs.find((o) => o.kind === 'Deployment' && o.metadata.name === 'rag-gateway') as K8sObject & { spec: { template: { spec: { topologySpreadConstraints: { topologyKey: string }[] } } } };
     expect(gateway.spec.template.spec.topologySpreadConstraints.map((t) => t.topologyKey)).toContain('topology.kubernetes.io/zone');

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { STAGES, metricsRegistry } from '@rag/platform';
 import YAML from 'yaml';
 import { selectors, type Selector } from './promql';
-import { ROOT, mustRun, run, tempDir, tool } from './tools';
+import { ROOT, mustRun, once, run, tempDir, tool } from './tools';
 
 const OBS = join(ROOT, 'deploy/observability');
 const RULES_DIR = join(OBS, 'prometheus/rules');
@@ -141,13 +141,10 @@ describe('observability: generated files', () => {
 });
 
 describe('observability: Prometheus rules', () => {
-  let promtool: string;
-  beforeAll(() => {
-    promtool = tool('promtool');
-  });
+  const promtool = once(() => tool('promtool'));
 
   it('pass promtool check rules', () => {
-    const out = mustRun(promtool, ['check', 'rules', ...RULE_FILES]);
+    const out = mustRun(promtool(), ['check', 'rules', ...RULE_FILES]);
     expect(out).toMatch(/SUCCESS: \d+ rules found/);
     expect(out).not.toMatch(/FAILED/);
   });
@@ -155,7 +152,7 @@ describe('observability: Prometheus rules', () => {
   it('pass their promtool unit tests (every burn-rate alert fires and stays silent when it should)', () => {
     const tests = readdirSync(join(OBS, 'prometheus/tests')).filter((f) => f.endsWith('.test.yaml'));
     expect(tests.length).toBeGreaterThan(0);
-    const out = mustRun(promtool, ['test', 'rules', ...tests.map((f) => join(OBS, 'prometheus/tests', f))]);
+    const out = mustRun(promtool(), ['test', 'rules', ...tests.map((f) => join(OBS, 'prometheus/tests', f))]);
     expect(out).toMatch(/SUCCESS/);
     // every alert has a test case in which it fires
     const testText = tests.map((f) => readFileSync(join(OBS, 'prometheus/tests', f), 'utf8')).join('\n');
@@ -168,7 +165,7 @@ describe('observability: Prometheus rules', () => {
     const dir = tempDir('rules');
     const file = join(dir, 'broken.rules.yaml');
     writeFileSync(file, 'groups:\n  - name: x\n    rules:\n      - record: a:b\n        expr: sum(rate(x[5m])\n');
-    const r = run(promtool, ['check', 'rules', file]);
+    const r = run(promtool(), ['check', 'rules', file]);
     expect(r.status).not.toBe(0);
   });
 

@@ -115,3 +115,19 @@ export function validateManifests(objects: K8sObject[], kubeVersion = '1.33'): s
 export function helmTemplate(args: string[]): string {
   return mustRun(tool('helm'), ['template', 'rag', join(ROOT, 'helm/rag'), '--namespace', 'rag', '--kube-version', '1.33.0', ...args]);
 }
+
+/**
+ * A value computed on first use and kept (a render shared by several tests). Used instead of beforeAll so that a
+ * missing tool fails each test with its message (counted as failures) rather than skipping them.
+ */
+export function once<T>(make: () => T): () => T {
+  let done = false;
+  let value: T;
+  return () => {
+    if (!done) {
+      value = make();
+      done = true;
+    }
+    return value;
+  };
+}
