@@ -2,7 +2,7 @@
 // bench tracing: the overhead of OpenTelemetry tracing on query latency, three embedded platforms side by side.
 const { spawn } = require('node:child_process');
 const { createServer } = require('node:http');
-const { existsSync, mkdtempSync } = require('node:fs');
+const { existsSync, mkdtempSync, readFileSync } = require('node:fs');
 const os = require('node:os');
 const { join, resolve } = require('node:path');
 const c = require('./lib/common');
@@ -114,6 +114,19 @@ async function queryBatch(url, questions, offset, n, concurrency, rerank) {
   return { latencies, failures };
 }
 
+/** CPU seconds (user + system) a process has used so far, from /proc (Linux); NaN elsewhere. */
+function cpuSeconds(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // After "(comm) " the state is field 3, so utime (14) and stime (15) are at indexes 11 and 12; in ticks of
+    // 1/100 s (USER_HZ, 100 on Linux).
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return NaN;
+  }
+}
+
 function summarize(ms) {
   const s = [...ms].sort((a, b) => a - b);
   const mean = s.reduce((a, b) => a + b, 0) / (s.length || 1);
@@ -152,6 +165,7 @@ async function run(argv) {
     // The batch processor exports every 5 s by default: let the ingestion and warm-up spans arrive before counting.
     await c.sleep(6000);
     const spansBefore = sink.state.spans;
+    for (const t of targets) t.cpuStart = cpuSeconds(t.child.pid);
     for (let round = 0; round < opts.rounds; round++) {
       const order = targets.map((_, i) => targets[(i + round) % targets.length]);
       for (const t of order) {
@@ -163,7 +177,12 @@ async function run(argv) {
     }
     // Let the batch processor export what it holds (default schedule 5 s) before counting.
     await c.sleep(6000);
-    for (const t of targets) t.rssMiB = c.procRssMiB(t.child.pid);
+    for (const t of targets) {
+      t.rssMiB = c.procRssMiB(t.child.pid);
+      // The whole measured period of every platform (its own queries, then idle while the others are queried, and
+      // the last export): the idle share is alike for all three, the difference is what tracing costs.
+      t.cpuMsPerQuery = ((cpuSeconds(t.child.pid) - t.cpuStart) * 1000) / Math.max(1, t.latencies.length + t.failures);
+    }
     const exportedSpans = sink.state.spans - spansBefore;
     stopWatchdog();
 
@@ -182,6 +201,8 @@ async function run(argv) {
         `${(s.mean / base.mean).toFixed(3)}x`,
         `${(s.p50 / base.p50).toFixed(3)}x`,
         `${(s.p95 / base.p95).toFixed(3)}x`,
+        c.fmt(t.cpuMsPerQuery, 2),
+        `${(t.cpuMsPerQuery / targets[0].cpuMsPerQuery).toFixed(3)}x`,
         c.fmt(t.rssMiB, 0),
       ];
     });
@@ -190,6 +211,7 @@ async function run(argv) {
     const notes = [
       `${docs.length} Cranfield documents per platform (${targets.map((t) => `${t.name} ${t.chunks} chunks`).join(', ')}); ${opts.rounds} rounds x ${opts.queries} queries per variant, ${opts.concurrency} in flight, rerank ${opts.rerank}; ${opts.warmup} warm-up queries per variant not reported.`,
       `otlp: ${exportedSpans} spans received for the ${measured} measured queries (${(exportedSpans / Math.max(1, measured)).toFixed(1)} per query); ${sink.state.requests} export requests, ${(sink.state.bytes / 1024).toFixed(0)} KiB in all since start, ${sink.state.errors} undecodable.`,
+      'CPU ms/q = user+system CPU of the platform process over the whole measured period (its queries, its idle time while the others are queried, the last export) / its measured queries; less noisy than latency on a busy machine.',
       'Latency = client-side wall time of POST /v1/query over loopback HTTP. The three platforms run at once on the same machine; only one is queried at any time. Ratios are to "off" in this run; compare ratios, not absolute numbers across runs.',
     ];
     if (targets.some((t) => t.failures)) notes.push(`failed queries: ${targets.map((t) => `${t.name} ${t.failures}`).join(', ')}`);
@@ -197,14 +219,14 @@ async function run(argv) {
       bench: 'tracing',
       hw,
       started,
-      sections: [{ title: 'query latency by tracing variant (ms; ratio = variant / off)', head: ['variant', 'queries', 'failed', 'mean', 'p50', 'p95', 'p99', 'x mean', 'x p50', 'x p95', 'RSS MiB'], rows }],
+      sections: [{ title: 'query latency by tracing variant (ms; ratio = variant / off)', head: ['variant', 'queries', 'failed', 'mean', 'p50', 'p95', 'p99', 'x mean', 'x p50', 'x p95', 'CPU ms/q', 'x CPU', 'RSS MiB'], rows }],
       notes,
       json: {
         documents: docs.length,
         rounds: opts.rounds,
         queries_per_round: opts.queries,
         concurrency: opts.concurrency,
-        variants: targets.map((t) => ({ name: t.name, failures: t.failures, rss_mib: t.rssMiB, ...t.summary, ratio_mean: t.summary.mean / base.mean, ratio_p50: t.summary.p50 / base.p50, ratio_p95: t.summary.p95 / base.p95 })),
+        variants: targets.map((t) => ({ name: t.name, failures: t.failures, rss_mib: t.rssMiB, cpu_ms_per_query: t.cpuMsPerQuery, ...t.summary, ratio_mean: t.summary.mean / base.mean, ratio_p50: t.summary.p50 / base.p50, ratio_p95: t.summary.p95 / base.p95 })),
         otlp_spans: exportedSpans,
         otlp_spans_per_query: exportedSpans / Math.max(1, measured),
       },
