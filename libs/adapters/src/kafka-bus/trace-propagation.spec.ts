@@ -1,0 +1,51 @@
+/**
+ * Both buses carry the publishing span's W3C trace context in the message headers (the consuming stage continues
+ * the trace), keep headers the publisher set itself, and the gauge rag_kafka_consumer_lag gets a series per
+ * partition of this process's own groups.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Topic } from '@rag/contracts';
+import { inSpan, Logger, metrics, setLogLevel, startTracing } from '@rag/platform';
+import type { Bus, BusMessage } from '@rag/ports';
+import { SqliteLogBus } from '../log-bus/log-bus.adapter';
+import { FakeKafka } from './fake-kafka';
+import { KafkaBus } from './kafka-bus.adapter';
+
+setLogLevel('silent');
+startTracing('bus-test', { env: {} });
+
+const dir = mkdtempSync(join(tmpdir(), 'bus-trace-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const buses: [string, () => Bus][] = [
+  ['KafkaBus', () => new KafkaBus({ brokers: ['unused:9092'], kafka: new FakeKafka(), partitions: 2, retryBaseMs: 1, logger: new Logger('t') })],
+  ['SqliteLogBus', () => new SqliteLogBus({ path: join(dir, `bus-${Date.now()}.db`), partitions: 2, retryBaseMs: 1, pollMs: 20, logger: new Logger('t') })],
+];
+
+describe.each(buses)('%s trace context', (_name, open) => {
+  it('puts the publishing span’s traceparent in the headers, keeps the publisher’s own headers, reports lag per partition', async () => {
+    const bus = open();
+    const seen: BusMessage[] = [];
+    await bus.subscribe({ group: 'g-trace', topic: Topic.Chunks, stage: 'g-trace', handler: async (m) => void seen.push(m) });
+    await bus.start();
+    let traceId = '';
+    await inSpan('publisher', {}, async (span) => {
+      traceId = span.spanContext().traceId;
+      await bus.publish(Topic.Chunks, [{ key: 'doc-1', value: { n: 1 } }]);
+      await bus.publish(Topic.Chunks, [{ key: 'doc-2', value: { n: 2 }, headers: { traceparent: `00-${'1'.repeat(32)}-${'2'.repeat(16)}-01`, 'x-own': 'kept' } }]);
+    });
+    await bus.publish(Topic.Chunks, [{ key: 'doc-3', value: { n: 3 } }]);
+    await bus.drain(10_000);
+    const byKey = Object.fromEntries(seen.map((m) => [m.key, m.headers]));
+    expect(byKey['doc-1']!.traceparent).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-0[01]$`));
+    expect(byKey['doc-2']).toMatchObject({ traceparent: `00-${'1'.repeat(32)}-${'2'.repeat(16)}-01`, 'x-own': 'kept' });
+    expect(byKey['doc-3']!.traceparent).toBeUndefined();
+    await bus.lag();
+    const lag = (await metrics.consumerLag.get()).values.filter((v) => v.labels.group === 'g-trace' && v.labels.topic === Topic.Chunks);
+    expect(lag.map((v) => v.labels.partition).sort()).toEqual(['0', '1']);
+    expect(lag.every((v) => v.value === 0)).toBe(true);
+    await bus.close();
+  });
+});
