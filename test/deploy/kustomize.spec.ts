@@ -1,8 +1,10 @@
 // deploy/k8s: the kustomize overlays build (kustomize v5 rendering helm/rag through its Helm support) and their
 // output validates strictly against the Kubernetes schemas. Needs kustomize, helm, kubernetes-validate and
 // crd-validate (bash deploy/tools/install.sh all).
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadConfig } from '@rag/platform';
+import YAML from 'yaml';
 import { ROOT, mustRun, once, parseManifests, tool, validateManifests, type K8sObject } from './tools';
 
 function build(overlay: string): K8sObject[] {
@@ -88,5 +90,40 @@ describe('kustomize overlay production', () => {
     expect(objs.filter((o) => o.kind === 'HorizontalPodAutoscaler').length).toBe(8);
     const gateway = objs.find((o) => o.kind === 'Deployment' && o.metadata.name === 'rag-gateway') as K8sObject & { spec: { template: { spec: { topologySpreadConstraints: { topologyKey: string }[] } } } };
     expect(gateway.spec.template.spec.topologySpreadConstraints.map((t) => t.topologyKey)).toContain('topology.kubernetes.io/zone');
+  });
+});
+
+describe('deploy/k8s/dependencies', () => {
+  const dir = join(ROOT, 'deploy/k8s/dependencies');
+  const read = (file: string) => parseManifests(readFileSync(join(dir, file), 'utf8'));
+  const values = (file: string) => YAML.parse(readFileSync(join(ROOT, file), 'utf8')) as Record<string, Record<string, string>>;
+  const defaults = values('helm/rag/values.yaml');
+  const production = values('helm/rag/values-production.yaml');
+
+  it("name Kafka, Elasticsearch, Milvus and OpenSearch so the chart's endpoints find them", () => {
+    const kafka = read('strimzi-kafka.yaml').find((o) => o.kind === 'Kafka')!;
+    const pools = read('strimzi-kafka.yaml').filter((o) => o.kind === 'KafkaNodePool');
+    expect(pools.every((p) => p.metadata.labels?.['strimzi.io/cluster'] === kafka.metadata.name)).toBe(true);
+    // Strimzi names the bootstrap Service <cluster>-kafka-bootstrap
+    const bootstrap = `${kafka.metadata.name}-kafka-bootstrap`;
+    expect(defaults.kafka.brokers.split('.')[0].split(':')[0]).toBe(bootstrap);
+    expect(production.kafka.brokers.split('.')[0]).toBe(bootstrap);
+    const listener = (kafka as unknown as { spec: { kafka: { listeners: { port: number; tls: boolean }[] } } }).spec.kafka.listeners.find((l) => !l.tls)!;
+    expect(defaults.kafka.brokers.endsWith(`:${listener.port}`)).toBe(true);
+
+    // ECK names the HTTP Service <name>-es-http
+    const es = read('eck-elasticsearch.yaml').find((o) => o.kind === 'Elasticsearch')!;
+    expect(production.search.engine).toBe('elasticsearch');
+    expect(new URL(production.search.url).hostname.split('.')[0]).toBe(`${es.metadata.name}-es-http`);
+    expect(new URL(production.search.url).protocol).toBe('http:'); // matches the TLS-off HTTP layer above
+
+    // the Milvus chart's proxy Service is named after the release, `milvus`
+    expect(defaults.milvus.address).toBe('milvus:19530');
+    const milvus = YAML.parse(readFileSync(join(dir, 'milvus-values.yaml'), 'utf8')) as { externalKafka: { brokerList: string } };
+    expect(milvus.externalKafka.brokerList.split('.')[0]).toBe(bootstrap);
+
+    // the OpenSearch chart's Service is <clusterName>-<nodeGroup>
+    const os = YAML.parse(readFileSync(join(dir, 'opensearch-values.yaml'), 'utf8')) as { clusterName: string; nodeGroup: string };
+    expect(new URL(defaults.search.url).hostname).toBe(`${os.clusterName}-${os.nodeGroup}`);
   });
 });
