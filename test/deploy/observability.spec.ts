@@ -174,6 +174,19 @@ describe('observability: Prometheus rules', () => {
     expect(found).toEqual([]);
   });
 
+  it("link runbooks that exist in docs/operations.md", () => {
+    const doc = readFileSync(join(ROOT, 'docs/operations.md'), 'utf8');
+    // GitHub's heading anchors: lower case, punctuation dropped, spaces to dashes
+    const anchors = new Set([...doc.matchAll(/^#+ (.+)$/gm)].map((m) => m[1].toLowerCase().replace(/[^a-z0-9 -]/g, '').replace(/ /g, '-')));
+    const runbooks = new Set(rules.filter((r) => r.alert).map((r) => (r as Rule & { annotations: { runbook: string } }).annotations.runbook));
+    expect(runbooks.size).toBeGreaterThan(5);
+    for (const rb of runbooks) {
+      const [file, anchor] = rb.split('#');
+      expect(file).toBe('docs/operations.md');
+      expect(anchors.has(anchor), `${rb} has no heading`).toBe(true);
+    }
+  });
+
   it('cover the SLOs of the issue', () => {
     const slos = new Set(rules.filter((r) => r.record === 'rag_slo:objective').map((r) => `${r.labels!.slo}=${r.expr}`));
     expect([...slos].sort()).toEqual(['availability=0.995', 'empty-answers=0.8', 'generation-latency=0.99', 'retrieval-latency=0.99', 'thumbs-down=0.85']);
