@@ -108,6 +108,26 @@ describe.each<[MilvusIndexType]>([['HNSW'], ['IVF_SQ8']])('MilvusVectorStore on 
     expect(new Set(touched.map((h) => h.chunk_id)).size).toBe(10);
   });
 
+  it('keeps each chunk beside its vector (answers survive a keyword-index outage); an oversized text is shortened, not rejected', async () => {
+    const chunk = (id: string, text: string) => ({
+      chunk_id: id, document_id: id.split('#')[0]!, tenant: 't1', version: 1, ordinal: 0, kind: 'child' as const, parent_id: null,
+      title: 'Stored', heading_path: ['A', 'B'], text, acl: ['*'], metadata: { lang: 'en' },
+    });
+    const small = chunk('kept#v1#0', 'The boundary layer thickens downstream.');
+    const huge = chunk('kept#v1#1', '表格 '.repeat(40_000));
+    await store.upsert([
+      record('kept#v1#0', randomVector(r), { chunk: small as unknown as VectorRecord['chunk'] }),
+      record('kept#v1#1', randomVector(r), { chunk: huge as unknown as VectorRecord['chunk'] }),
+      record('kept#v1#2', randomVector(r)),
+    ]);
+    const got = await store.getChunks(['kept#v1#1', 'kept#v1#0', 'kept#v1#2', 'missing#v1#0']);
+    expect(got.map((c) => c.chunk_id)).toEqual(['kept#v1#1', 'kept#v1#0']);
+    expect(got[1]).toMatchObject({ title: 'Stored', heading_path: ['A', 'B'], text: small.text });
+    expect(got[0]!.text.length).toBeGreaterThan(1000);
+    expect(got[0]!.text.length).toBeLessThan(huge.text.length);
+    expect(huge.text.startsWith(got[0]!.text)).toBe(true);
+  });
+
   it('scores are cosine similarities (self ≈ 1, opposite ≈ -1), best first', async () => {
     const v = randomVector(r);
     const neg = Float32Array.from(v, (x) => -x);

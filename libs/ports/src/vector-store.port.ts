@@ -1,4 +1,4 @@
-import type { Filters, SearchScope } from '@rag/contracts';
+import type { Chunk, Filters, SearchScope } from '@rag/contracts';
 
 export interface VectorRecord {
   chunk_id: string;
@@ -8,6 +8,8 @@ export interface VectorRecord {
   acl: string[];
   metadata: Record<string, string | number | boolean | string[]>;
   vector: Float32Array;
+  /** The chunk itself, kept beside its vector by stores that can, so answers survive a keyword-index outage. */
+  chunk?: Chunk;
 }
 
 export interface VectorHit {
@@ -33,6 +35,8 @@ export interface VectorStore {
   /** Deletes the document's vectors whose version is not `keepVersion` (all of them when undefined). */
   deleteDocument(documentId: string, keepVersion?: number): Promise<number>;
   count(documentId?: string): Promise<number>;
+  /** The stored chunks of these ids, by stores that keep them (see VectorRecord.chunk); others leave it out. */
+  getChunks?(chunkIds: string[]): Promise<Chunk[]>;
   /** Flush to durable storage. */
   flush(): Promise<void>;
   close(): Promise<void>;

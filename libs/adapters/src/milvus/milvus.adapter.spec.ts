@@ -175,7 +175,7 @@ describe('MilvusVectorStore (fake client)', () => {
     expect(fake.ops()).toEqual(['hasCollection', 'createCollection', 'describeIndex', 'createIndex', 'loadCollectionSync', 'upsert', 'upsert']);
     const create = fake.reqs<CreateCollectionReq>('createCollection')[0]!;
     expect(create.collection_name).toBe('rag_m_4');
-    expect(create.fields.map((f) => f.name)).toEqual(['chunk_id', 'document_id', 'tenant', 'version', 'acl', 'metadata', 'vector']);
+    expect(create.fields.map((f) => f.name)).toEqual(['chunk_id', 'document_id', 'tenant', 'version', 'acl', 'metadata', 'chunk', 'vector']);
     expect(create.fields[0]).toMatchObject({ is_primary_key: true, autoID: false });
     expect(create.fields[4]).toMatchObject({ data_type: DataType.Array, element_type: DataType.VarChar });
     expect(create.fields[6]).toMatchObject({ dim: 4 });

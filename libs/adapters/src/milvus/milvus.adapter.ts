@@ -26,7 +26,8 @@ import {
 } from '@zilliz/milvus2-sdk-node';
 import { AppError, Logger, withDeadline } from '@rag/platform';
 import type { VectorHit, VectorRecord, VectorSearchRequest, VectorStore } from '@rag/ports';
-import { buildMilvusExpr, milvusDocumentExpr } from './milvus-expr';
+import type { Chunk } from '@rag/contracts';
+import { buildMilvusExpr, milvusDocumentExpr, milvusStringList } from './milvus-expr';
 
 /**
  * Milvus 2.3 vector store (`@zilliz/milvus2-sdk-node` 2.3 over gRPC).
@@ -174,6 +175,20 @@ interface Row {
   acl: string[];
   metadata: Record<string, string | number | boolean | string[]>;
   vector: number[];
+  chunk?: Chunk | Record<string, never>;
+}
+
+/**
+ * Milvus caps a JSON value at 64 KiB. The chunk copy only serves answers while the keyword index is down, so an
+ * oversized text (a huge table kept whole) is shortened rather than rejecting the vector.
+ */
+const MAX_CHUNK_JSON_BYTES = 60_000;
+function storedChunk(c: Chunk | undefined): Chunk | Record<string, never> {
+  if (!c) return {};
+  if (Buffer.byteLength(JSON.stringify(c)) <= MAX_CHUNK_JSON_BYTES) return c;
+  let text = c.text;
+  while (text.length > 0 && Buffer.byteLength(JSON.stringify({ ...c, text })) > MAX_CHUNK_JSON_BYTES) text = text.slice(0, Math.floor(text.length * 0.8));
+  return { ...c, text };
 }
 
 export class MilvusVectorStore implements VectorStore {
@@ -197,6 +212,8 @@ export class MilvusVectorStore implements VectorStore {
   private readonly ownsClient: boolean;
   private clientInstance: MilvusClientLike | undefined;
   private ready: Promise<void> | undefined;
+  /** Whether the collection stores the chunk beside the vector (every collection this version creates does). */
+  private hasChunkField = true;
   /** Index type of the collection as found/created (decides the search parameters). */
   private activeIndexType: MilvusIndexType;
   private closed = false;
@@ -240,11 +257,13 @@ export class MilvusVectorStore implements VectorStore {
         acl: [...r.acl],
         metadata: { ...r.metadata },
         vector: Array.from(r.vector),
+        chunk: storedChunk(r.chunk),
       });
     }
     if (byId.size === 0) return;
     await this.ensureReady();
     const rows = [...byId.values()];
+    if (!this.hasChunkField) for (const row of rows) delete row.chunk;
     for (let i = 0; i < rows.length; i += this.batchSize) {
       const batch = rows.slice(i, i + this.batchSize);
       const res = await this.call('upsert', this.timeoutMs, (timeout) =>
@@ -289,6 +308,25 @@ export class MilvusVectorStore implements VectorStore {
       version: Number(r['version']),
       score: Number(r.score),
     }));
+  }
+
+  /** Chunks stored beside their vectors (collections created before the `chunk` field existed return none). */
+  async getChunks(chunkIds: string[]): Promise<Chunk[]> {
+    this.assertOpen();
+    const unique = [...new Set(chunkIds)];
+    if (unique.length === 0) return [];
+    await this.ensureReady();
+    if (!this.hasChunkField) return [];
+    const res = await this.call('query', this.timeoutMs, (timeout) =>
+      this.client().query({ collection_name: this.collection, expr: `chunk_id in ${milvusStringList(unique)}`, output_fields: ['chunk'], timeout }),
+    );
+    this.check('query', res.status);
+    const byId = new Map<string, Chunk>();
+    for (const row of res.data as Record<string, unknown>[]) {
+      const c = row['chunk'] as Chunk | undefined;
+      if (c && typeof c.chunk_id === 'string') byId.set(c.chunk_id, c);
+    }
+    return unique.map((id) => byId.get(id)).filter((c): c is Chunk => c !== undefined);
   }
 
   async deleteDocument(documentId: string, keepVersion?: number): Promise<number> {
@@ -471,6 +509,7 @@ export class MilvusVectorStore implements VectorStore {
         { name: 'version', data_type: DataType.Int64 },
         { name: 'acl', data_type: DataType.Array, element_type: DataType.VarChar, max_capacity: MAX_ACL_ENTRIES, max_length: MAX_ACL_ENTRY_LENGTH },
         { name: 'metadata', data_type: DataType.JSON },
+        { name: 'chunk', data_type: DataType.JSON },
         { name: 'vector', data_type: DataType.FloatVector, dim: this.dim },
       ],
     };
@@ -483,6 +522,8 @@ export class MilvusVectorStore implements VectorStore {
     const vector = fields.find((f) => f.name === 'vector');
     const dimParam = vector?.type_params?.find((p) => p.key === 'dim')?.value;
     const missing = ['chunk_id', 'document_id', 'tenant', 'version', 'acl', 'metadata', 'vector'].filter((n) => !fields.some((f) => f.name === n));
+    this.hasChunkField = fields.some((f) => f.name === 'chunk');
+    if (!this.hasChunkField) this.log.warn('collection predates the chunk field: answers need the keyword index for chunk text', { collection: this.collection });
     if (missing.length > 0) throw new Error(`MilvusVectorStore: collection ${this.collection} exists without the fields ${missing.join(', ')}`);
     const acl = fields.find((f) => f.name === 'acl');
     if (acl && String(acl.data_type) !== 'Array') throw new Error(`MilvusVectorStore: collection ${this.collection} has acl of type ${String(acl.data_type)}, expected Array<VarChar>`);

@@ -76,6 +76,7 @@ export class IndexerStage {
         acl: c.acl,
         metadata: c.metadata,
         vector: Float32Array.from(v.vector),
+        chunk: c,
       };
     });
     setSpanAttributes({ 'rag.chunks': doc.chunks.length, 'rag.vectors': records.length, 'rag.embedding.model': doc.model });

@@ -1,4 +1,4 @@
-import type { Degraded, RetrievalResult, ScoredChunk } from '@rag/contracts';
+import type { Chunk, Degraded, RetrievalResult, ScoredChunk } from '@rag/contracts';
 import { applyVersionFence, expandToParents, reciprocalRankFusion } from '@rag/domain';
 import { inStage, Logger, setSpanAttributes, type StageName } from '@rag/platform';
 import type { KeywordHit, KeywordIndex, Registry, VectorHit, VectorStore } from '@rag/ports';
@@ -99,9 +99,10 @@ export class RetrieverService implements RetrieveCall {
 
     const t1 = performance.now();
     const top = fenced.slice(0, Math.max(req.top_k * 3, req.top_k));
-    const children = await this.keywords.getChunks(top.map((h) => h.id));
+    const children = await this.chunksOf(top.map((h) => h.id), degraded);
     const parentIds = [...new Set(children.map((c) => c.parent_id).filter((p): p is string => p !== null))];
-    const parents = parentIds.length ? await this.keywords.getChunks(parentIds) : [];
+    // Parents live only in the keyword index; without it the children are the sources (still cited correctly).
+    const parents = parentIds.length && !degraded.includes('keyword') ? await this.keywords.getChunks(parentIds).catch(() => [] as Chunk[]) : [];
     const childById = new Map(children.map((c) => [c.chunk_id, c]));
     const scored: (ScoredChunk & { parent_id: string | null })[] = [];
     for (const h of top) {
@@ -121,6 +122,21 @@ export class RetrieverService implements RetrieveCall {
     const results = expandToParents(scored, new Map(parents.map((p) => [p.chunk_id, p.text]))).slice(0, req.top_k);
     timings.expand = round(performance.now() - t1);
     return { results, degraded, timings_ms: timings };
+  }
+
+  /**
+   * Chunk text comes from the keyword index; when it is down, from the copy the vector store keeps beside each
+   * vector (Milvus), so a keyword-index outage degrades the answer instead of failing it.
+   */
+  private async chunksOf(ids: string[], degraded: Degraded[]): Promise<Chunk[]> {
+    try {
+      return await this.keywords.getChunks(ids);
+    } catch (e) {
+      if (!this.vectors.getChunks) throw e;
+      this.log.warn('keyword index unavailable for chunk text; reading the copies kept with the vectors', { error: String(e) });
+      if (!degraded.includes('keyword')) degraded.push('keyword');
+      return this.vectors.getChunks(ids);
+    }
   }
 }
 
