@@ -178,7 +178,7 @@ describe('MilvusVectorStore (fake client)', () => {
     expect(create.fields.map((f) => f.name)).toEqual(['chunk_id', 'document_id', 'tenant', 'version', 'acl', 'metadata', 'chunk', 'vector']);
     expect(create.fields[0]).toMatchObject({ is_primary_key: true, autoID: false });
     expect(create.fields[4]).toMatchObject({ data_type: DataType.Array, element_type: DataType.VarChar });
-    expect(create.fields[6]).toMatchObject({ dim: 4 });
+    expect(create.fields.find((f) => f.name === 'vector')).toMatchObject({ dim: 4 });
     expect(fake.reqs<CreateIndexSimpleReq>('createIndex')[0]).toMatchObject({
       field_name: 'vector',
       index_type: 'HNSW',
