@@ -8,11 +8,13 @@
 #               `kubernetes-validate` in a virtualenv; plus crd-validate (deploy/tools/crd-validate), a small Go
 #               program that strictly decodes prometheus-operator resources (ServiceMonitor, PrometheusRule) into
 #               their Go types from the Go module proxy
+#   otelcol     otelcol-rag (deploy/tools/otelcol-validate), an OpenTelemetry Collector built from the Go module proxy
+#               with the components deploy/observability/otel-collector/config.yaml uses, for `otelcol-rag validate`
 #   all         everything above
 # Idempotent: a tool whose stamp (.local/tools/stamps/<tool>-<version>) exists and whose binary runs is skipped, so a
 # warm run takes seconds. Everything lands in .local/tools/bin/. Go builds use the ordinary Go module and build caches.
 #
-# usage: bash deploy/tools/install.sh {prometheus|helm|kustomize|schemas|all}...
+# usage: bash deploy/tools/install.sh {prometheus|helm|kustomize|schemas|otelcol|all}...
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -111,23 +113,29 @@ install_schemas() {
     say "schemas: kubernetes-validate installed in $(elapsed "$t0")"
   fi
 
-  # crd-validate is built from this repository's sources; rebuild when they change.
-  local src="$root/deploy/tools/crd-validate" sum
+  # crd-validate is built from this repository's sources (deploy/tools/crd-validate); rebuilt when they change.
+  build_local_go crd-validate crd-validate "prometheus-operator Go types"
+}
+
+# Builds a Go program of this repository (deploy/tools/<dir>) into $bin/<name>; rebuilt when its sources change.
+build_local_go() {
+  local dir="$1" name="$2" what="$3" src sum t0
+  src="$root/deploy/tools/$dir"
   sum="$(cat "$src/go.mod" "$src/go.sum" "$src"/*.go | sha256sum | cut -c1-16)"
-  if [[ -x "$bin/crd-validate" && -e "$stamps/crd-validate-$sum" ]]; then
-    say "schemas: crd-validate present ($sum)"
+  if [[ -x "$bin/$name" && -e "$stamps/$name-$sum" ]]; then
+    say "$name: present ($sum)"
     return
   fi
   t0=$(date +%s)
-  need_go crd-validate
-  say "schemas: building crd-validate (prometheus-operator Go types from the Go module proxy; log: ${logs#"$root"/}/crd-validate.log)"
-  (cd "$src" && go build -o "$bin/crd-validate" . >"$logs/crd-validate.log" 2>&1) \
-    || { tail -n 30 "$logs/crd-validate.log" >&2; die "schemas: building crd-validate failed"; }
-  rm -f "$stamps"/crd-validate-* && touch "$stamps/crd-validate-$sum"
-  say "schemas: crd-validate built in $(elapsed "$t0")"
+  need_go "$name"
+  say "$name: building ($what, from the Go module proxy; log: ${logs#"$root"/}/$name.log)"
+  (cd "$src" && go build -o "$bin/$name" . >"$logs/$name.log" 2>&1) \
+    || { tail -n 30 "$logs/$name.log" >&2; die "$name: go build failed"; }
+  rm -f "$stamps/$name"-* && touch "$stamps/$name-$sum"
+  say "$name: built in $(elapsed "$t0")"
 }
 
-[[ $# -gt 0 ]] || die "usage: bash deploy/tools/install.sh {prometheus|helm|kustomize|schemas|all}..."
+[[ $# -gt 0 ]] || die "usage: bash deploy/tools/install.sh {prometheus|helm|kustomize|schemas|otelcol|all}..."
 start=$(date +%s)
 for what in "$@"; do
   case "$what" in
@@ -135,8 +143,9 @@ for what in "$@"; do
     helm) install_helm ;;
     kustomize) install_kustomize ;;
     schemas) install_schemas ;;
-    all) install_prometheus; install_schemas; install_helm; install_kustomize ;;
-    *) die "unknown tool '$what' (expected prometheus, helm, kustomize, schemas or all)" ;;
+    otelcol) build_local_go otelcol-validate otelcol-rag "an OpenTelemetry Collector with the config's components" ;;
+    all) install_prometheus; install_schemas; install_helm; install_kustomize; build_local_go otelcol-validate otelcol-rag "an OpenTelemetry Collector with the config's components" ;;
+    *) die "unknown tool '$what' (expected prometheus, helm, kustomize, schemas, otelcol or all)" ;;
   esac
 done
 say "done in $(elapsed "$start"); tools in ${bin#"$root"/}: $(ls "$bin" | tr '\n' ' ')"

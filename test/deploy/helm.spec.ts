@@ -207,6 +207,9 @@ describe.each(CASES)('helm chart with $name', ({ args, existingSecret, name }) =
       expect(env.data.OTEL_EXPORTER_OTLP_ENDPOINT).toBe('http://rag-otel-collector:4318');
       const svc = of<Service>(objs, 'Service').find((s) => s.metadata.name === 'rag-otel-collector')!;
       expect(svc.spec.ports.find((p) => p.name === 'otlp-http')?.port).toBe(4318);
+      const collector = of<Deployment>(objs, 'Deployment').find((d) => d.metadata.name === 'rag-otel-collector')!;
+      const tracesEndpoint = collector.spec.template.spec.containers[0].env?.find((e) => e.name === 'TRACES_ENDPOINT')?.value;
+      expect(tracesEndpoint).toBe('tempo-distributor.observability.svc:4317');
     });
   }
 });

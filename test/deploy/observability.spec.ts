@@ -1,6 +1,7 @@
 // deploy/observability: the Prometheus rules pass `promtool check rules` and their unit tests, the dashboards are
 // valid JSON whose queries parse and name only metrics (and stage values, and labels) the services export, and every
-// recording-rule output a dashboard or alert uses is defined. Needs promtool (bash deploy/tools/install.sh prometheus).
+// recording-rule output a dashboard or alert uses is defined; the OpenTelemetry Collector config passes a collector's
+// own validation. Needs promtool and otelcol-rag (bash deploy/tools/install.sh prometheus otelcol).
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { STAGES, metricsRegistry } from '@rag/platform';
@@ -281,5 +282,26 @@ describe('observability: OpenTelemetry Collector config', () => {
     for (const e of cfg.service.extensions) expect(cfg.extensions).toHaveProperty([e]);
     expect(cfg.receivers.otlp.protocols?.http?.endpoint).toBe('0.0.0.0:4318');
     expect(cfg.service.pipelines.traces).toBeDefined();
+  });
+
+  it('passes `validate` of a collector built with its components (unknown keys, missing settings are errors)', () => {
+    const otelcol = tool('otelcol-rag');
+    const file = join(OBS, 'otel-collector/config.yaml');
+    const withEndpoint = { ...process.env, TRACES_ENDPOINT: 'tempo.observability.svc:4317' };
+    const ok = run(otelcol, ['validate', `--config=${file}`], { env: withEndpoint });
+    expect(ok.stderr + ok.stdout).toBe('');
+    expect(ok.status).toBe(0);
+    // the exporter's endpoint comes from TRACES_ENDPOINT (the chart sets it): without it the config is invalid
+    const noEndpoint = { ...process.env };
+    delete noEndpoint.TRACES_ENDPOINT;
+    const missing = run(otelcol, ['validate', `--config=${file}`], { env: noEndpoint });
+    expect(missing.status).not.toBe(0);
+    expect(missing.stderr).toContain('requires a non-empty "endpoint"');
+    // a misspelt key is rejected, so the check is strict
+    const dir = tempDir('otel');
+    writeFileSync(join(dir, 'bad.yaml'), readFileSync(file, 'utf8').replace('num_traces:', 'num_tracez:'));
+    const typo = run(otelcol, ['validate', `--config=${join(dir, 'bad.yaml')}`], { env: withEndpoint });
+    expect(typo.status).not.toBe(0);
+    expect(typo.stderr).toContain('invalid keys: num_tracez');
   });
 });

@@ -13,6 +13,7 @@ const INSTALL: Record<string, string> = {
   kustomize: 'kustomize',
   'kubernetes-validate': 'schemas',
   'crd-validate': 'schemas',
+  'otelcol-rag': 'otelcol',
 };
 
 /**
