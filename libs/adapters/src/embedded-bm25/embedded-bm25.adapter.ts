@@ -6,6 +6,7 @@ import { tokenize } from '@rag/domain';
 import { Logger } from '@rag/platform';
 import type { KeywordHit, KeywordIndex, KeywordSearchRequest } from '@rag/ports';
 import { scopeAndFiltersSql } from './sql-filters';
+import { openSqlite } from '../sqlite/open-sqlite';
 
 /**
  * Embedded, persistent BM25 keyword index in one SQLite file (`dir/keyword.db`).
@@ -104,11 +105,8 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     this.log = opts.logger ?? new Logger('embedded-bm25');
     fs.mkdirSync(opts.dir, { recursive: true });
     this.file = path.join(opts.dir, DB_FILE);
-    this.db = new Database(this.file);
+    this.db = openSqlite(this.file, opts.synchronous);
     try {
-      this.db.pragma('journal_mode = WAL');
-      this.db.pragma(`synchronous = ${opts.synchronous ?? 'FULL'}`);
-      this.db.pragma('busy_timeout = 5000');
       this.db.exec(`
         CREATE TABLE IF NOT EXISTS chunks (
           id          INTEGER PRIMARY KEY,

@@ -7,6 +7,7 @@ import type { MetadataValue } from '@rag/contracts';
 import { matches, type FilterTarget } from '@rag/domain';
 import { Logger } from '@rag/platform';
 import type { VectorHit, VectorRecord, VectorSearchRequest, VectorStore } from '@rag/ports';
+import { openSqlite } from '../sqlite/open-sqlite';
 
 /**
  * Embedded, persistent vector store for the one-process mode.
@@ -159,11 +160,8 @@ export class EmbeddedHnswVectorStore implements VectorStore {
     this.storeDir = path.join(opts.dir, modelFolderName(opts.modelId, opts.dim));
     fs.mkdirSync(this.storeDir, { recursive: true });
 
-    this.db = new Database(path.join(this.storeDir, DB_FILE));
+    this.db = openSqlite(path.join(this.storeDir, DB_FILE), opts.synchronous);
     try {
-      this.db.pragma('journal_mode = WAL');
-      this.db.pragma(`synchronous = ${opts.synchronous ?? 'FULL'}`);
-      this.db.pragma('busy_timeout = 5000');
       this.db.exec(`
         CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
         CREATE TABLE IF NOT EXISTS records (

@@ -1,9 +1,8 @@
 import { createHash } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type { EmbedInputType, Embedder } from '@rag/ports';
 import { AppError } from '@rag/platform';
+import { openSqlite } from '../sqlite/open-sqlite';
 
 export interface CachedEmbedderOptions {
   /** In-memory LRU capacity in vectors (default 10 000; 0 disables the memory tier). */
@@ -54,11 +53,7 @@ export class CachedEmbedder implements Embedder {
     this.maxEntries = Math.max(0, Math.floor(options.maxEntries ?? 10_000));
     if (options.sqlitePath) {
       try {
-        if (options.sqlitePath !== ':memory:') mkdirSync(dirname(options.sqlitePath), { recursive: true });
-        this.db = new Database(options.sqlitePath);
-        this.db.pragma('journal_mode = WAL');
-        this.db.pragma('synchronous = NORMAL');
-        this.db.pragma('busy_timeout = 5000');
+        this.db = openSqlite(options.sqlitePath, 'NORMAL');
         this.db.exec(`CREATE TABLE IF NOT EXISTS embedding_cache (
           model_id TEXT NOT NULL,
           key TEXT NOT NULL,

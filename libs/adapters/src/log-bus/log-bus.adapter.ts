@@ -1,11 +1,10 @@
 import { EventEmitter } from 'node:events';
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { DLQ_HEADERS, Topic } from '@rag/contracts';
 import { Logger, metrics, traceHeaders } from '@rag/platform';
 import { NonRetryableError } from '@rag/ports';
 import type { Bus, BusMessage, Headers, OutgoingMessage, SubscribeOptions } from '@rag/ports';
+import { openSqlite } from '../sqlite/open-sqlite';
 
 export interface LogBusOptions {
   /** SQLite file holding the log, or ':memory:' (tests). Several processes may share one file. */
@@ -63,11 +62,7 @@ export class SqliteLogBus implements Bus {
   private readonly inflight = new Set<string>();
 
   constructor(opts: LogBusOptions) {
-    if (opts.path !== ':memory:') mkdirSync(dirname(opts.path), { recursive: true });
-    this.db = new Database(opts.path);
-    this.db.pragma('journal_mode = WAL');
-    this.db.pragma(`synchronous = ${opts.synchronous ?? 'NORMAL'}`);
-    this.db.pragma('busy_timeout = 5000');
+    this.db = openSqlite(opts.path, opts.synchronous ?? 'NORMAL');
     this.db.exec(`
       CREATE TABLE IF NOT EXISTS bus_messages (
         topic TEXT NOT NULL, partition INTEGER NOT NULL, offset INTEGER NOT NULL,

@@ -3,6 +3,7 @@ import * as path from 'node:path';
 import Database from 'better-sqlite3';
 import type { ApiScope, RateLimit } from '@rag/contracts';
 import type { ApiKeyRecord, ApiKeyStore, NewApiKeyRecord } from '@rag/ports';
+import { openSqlite } from '../sqlite/open-sqlite';
 
 export const API_KEYS_DB_FILE = 'api-keys.db';
 
@@ -62,11 +63,8 @@ export class SqliteApiKeyStore implements ApiKeyStore {
   constructor(opts: SqliteApiKeyStoreOptions) {
     fs.mkdirSync(opts.dir, { recursive: true });
     this.file = path.join(opts.dir, API_KEYS_DB_FILE);
-    this.db = new Database(this.file);
+    this.db = openSqlite(this.file, opts.synchronous);
     try {
-      this.db.pragma('journal_mode = WAL');
-      this.db.pragma(`synchronous = ${opts.synchronous ?? 'FULL'}`);
-      this.db.pragma('busy_timeout = 5000');
       this.db.exec(`
         CREATE TABLE IF NOT EXISTS api_keys (
           id           TEXT PRIMARY KEY,

@@ -4,6 +4,7 @@ import Database from 'better-sqlite3';
 import type { DocumentStatus, Metadata } from '@rag/contracts';
 import { AppError, Logger } from '@rag/platform';
 import type { AcceptChange, DocumentRecord, Registry } from '@rag/ports';
+import { openSqlite } from '../sqlite/open-sqlite';
 
 /**
  * Document registry in one SQLite file (`dir/registry.db`, WAL).
@@ -109,11 +110,8 @@ export class SqliteRegistry implements Registry {
     this.log = opts.logger ?? new Logger('sqlite-registry');
     fs.mkdirSync(opts.dir, { recursive: true });
     this.file = path.join(opts.dir, DB_FILE);
-    this.db = new Database(this.file);
+    this.db = openSqlite(this.file, opts.synchronous);
     try {
-      this.db.pragma('journal_mode = WAL');
-      this.db.pragma(`synchronous = ${opts.synchronous ?? 'FULL'}`);
-      this.db.pragma('busy_timeout = 5000');
       this.db.exec(`
         CREATE TABLE IF NOT EXISTS documents (
           document_id    TEXT PRIMARY KEY,

@@ -3,6 +3,7 @@ import * as path from 'node:path';
 import Database from 'better-sqlite3';
 import { orderChange } from '@rag/domain';
 import type { AdmitOutcome, SourceChange, SourceDocumentState, SourceKind, SourceStateStore } from '@rag/ports';
+import { openSqlite } from '../sqlite/open-sqlite';
 
 /**
  * Source sync state in the registry's SQLite file (`dir/registry.db`, own tables, WAL, shared by the processes that
@@ -23,10 +24,7 @@ export class SqliteSourceStateStore implements SourceStateStore {
   constructor(opts: { dir: string; synchronous?: 'FULL' | 'NORMAL' }) {
     fs.mkdirSync(opts.dir, { recursive: true });
     this.file = path.join(opts.dir, 'registry.db');
-    this.db = new Database(this.file);
-    this.db.pragma('journal_mode = WAL');
-    this.db.pragma(`synchronous = ${opts.synchronous ?? 'FULL'}`);
-    this.db.pragma('busy_timeout = 5000');
+    this.db = openSqlite(this.file, opts.synchronous);
     this.db.exec(`
       CREATE TABLE IF NOT EXISTS source_events (
         event_id    TEXT PRIMARY KEY,
