@@ -146,8 +146,14 @@ function embedBenchSection(file) {
   return parts.join('\n') + '\n';
 }
 
+/** The configured default, read from the built platform (the eval runs against the same build). */
+function defaultRefusalThreshold() {
+  const { loadConfig } = require(join(__dirname, '..', '..', 'dist', 'libs', 'platform', 'src', 'index.js'));
+  return loadConfig({}).RAG_REFUSAL_THRESHOLD;
+}
+
 function readme({ opts, results, failures, hw, started, seconds, command }) {
-  const threshold = process.env.RAG_REFUSAL_THRESHOLD ? `RAG_REFUSAL_THRESHOLD=${process.env.RAG_REFUSAL_THRESHOLD}` : 'the default 0.5';
+  const threshold = process.env.RAG_REFUSAL_THRESHOLD ? `RAG_REFUSAL_THRESHOLD=${process.env.RAG_REFUSAL_THRESHOLD}` : `the default ${defaultRefusalThreshold()}`;
   const evalCmds = [];
   for (const e of opts.embedders.map(embedderConfig)) {
     for (const d of opts.datasets) {
