@@ -1,3 +1,4 @@
+import { AppError } from '@rag/platform';
 import { NonRetryableError } from '@rag/ports';
 import type { BusMessage } from '@rag/ports';
 import { Topic } from '@rag/contracts';
@@ -41,6 +42,53 @@ describe('deliverWithRetries', () => {
       { sleep: async () => undefined, isClosing: () => false },
     );
     expect(out).toEqual({ kind: 'done', attempts: 3 });
+  });
+
+  it('keeps retrying a store outage (unavailable / deadline_exceeded) past maxAttempts until the transient budget is spent', async () => {
+    let clock = 0;
+    const hooks = { sleep: async (ms: number) => void (clock += ms), isClosing: () => false, now: () => clock };
+    // Down for 20 deliveries (well past maxAttempts = 4), then back: delivered, nothing dead-lettered.
+    const recovered = await deliverWithRetries(
+      async (m) => {
+        if (m.attempt <= 20) throw new AppError(m.attempt % 2 ? 'unavailable' : 'deadline_exceeded', 'milvus down');
+      },
+      base,
+      { ...policy, transientRetryMs: 60_000 },
+      hooks,
+    );
+    expect(recovered).toEqual({ kind: 'done', attempts: 21 });
+
+    // Never back: dead-lettered once the budget is spent, with the store's reason.
+    clock = 0;
+    const dead = await deliverWithRetries(
+      async () => {
+        throw new AppError('unavailable', 'opensearch down');
+      },
+      base,
+      { ...policy, transientRetryMs: 5_000 },
+      hooks,
+    );
+    expect(dead).toMatchObject({ kind: 'dead', reason: 'opensearch down', nonRetryable: false });
+    expect(clock).toBeGreaterThanOrEqual(5_000);
+
+    // Without a budget an outage counts like any failure.
+    const bounded = await deliverWithRetries(async () => {
+      throw new AppError('unavailable', 'down');
+    }, base, policy, hooks);
+    expect(bounded).toMatchObject({ kind: 'dead', attempts: 4 });
+  });
+
+  it('counts only non-transient failures against maxAttempts', async () => {
+    const out = await deliverWithRetries(
+      async (m) => {
+        if (m.attempt % 2) throw new AppError('unavailable', 'flapping store');
+        throw new Error(`bad ${m.attempt}`);
+      },
+      base,
+      { ...policy, transientRetryMs: 60_000 },
+      { sleep: async () => undefined, isClosing: () => false },
+    );
+    expect(out).toMatchObject({ kind: 'dead', attempts: 8, reason: 'bad 8' });
   });
 
   it('sends a NonRetryableError to the DLQ at once', async () => {

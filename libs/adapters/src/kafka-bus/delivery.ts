@@ -6,6 +6,13 @@ export interface BusRetryPolicy {
   maxAttempts: number;
   retryBaseMs: number;
   retryMaxMs: number;
+  /**
+   * How long a message whose handler keeps failing with a *transient* error (a store or service unavailable or
+   * past its deadline: AppError `unavailable` / `deadline_exceeded`) is retried before it goes to the DLQ; such
+   * failures do not count against `maxAttempts`. A store outage shorter than this loses nothing: the partition
+   * waits, then resumes in order. 0 treats them like any other failure.
+   */
+  transientRetryMs?: number;
 }
 
 /** Exponential backoff before delivery `attempt + 1`: base · 2^(attempt−1), capped. */
@@ -25,11 +32,19 @@ export interface DeliveryHooks {
   /** Sleeps between attempts; resolves early when the bus closes. */
   sleep(ms: number): Promise<void>;
   isClosing(): boolean;
+  /** Clock for the transient-retry budget (tests). */
+  now?(): number;
   onRetry?(attempt: number, delayMs: number, reason: string): void;
 }
 
 export const isNonRetryable = (e: unknown): boolean =>
   e instanceof NonRetryableError || (e instanceof Error && (e as Error & { code?: unknown }).code === 'NON_RETRYABLE');
+
+/** A store or service that is down or slow, not a problem of the message itself. */
+export const isTransient = (e: unknown): boolean => {
+  const code = e instanceof Error ? (e as Error & { code?: unknown }).code : undefined;
+  return code === 'unavailable' || code === 'deadline_exceeded';
+};
 
 const reasonOf = (e: unknown): string => (e instanceof Error ? e.message : String(e));
 
@@ -45,7 +60,10 @@ export async function deliverWithRetries(
   hooks: DeliveryHooks,
 ): Promise<DeliveryOutcome> {
   let reason = 'unknown error';
-  for (let attempt = 1; attempt <= policy.maxAttempts; attempt++) {
+  let counted = 0; // failures that count against maxAttempts
+  let transientSince: number | undefined;
+  const now = hooks.now ?? Date.now;
+  for (let attempt = 1; ; attempt++) {
     if (hooks.isClosing()) return { kind: 'aborted', attempts: attempt - 1 };
     try {
       await handler({ ...message, attempt });
@@ -54,14 +72,20 @@ export async function deliverWithRetries(
       reason = reasonOf(e);
       if (hooks.isClosing()) return { kind: 'aborted', attempts: attempt };
       if (isNonRetryable(e)) return { kind: 'dead', attempts: attempt, reason, nonRetryable: true };
-      if (attempt < policy.maxAttempts) {
-        const delay = backoffMs(attempt, policy);
-        hooks.onRetry?.(attempt, delay, reason);
-        await hooks.sleep(delay);
+      const transient = isTransient(e) && (policy.transientRetryMs ?? 0) > 0;
+      if (transient) {
+        transientSince ??= now();
+        if (now() - transientSince >= policy.transientRetryMs!) return { kind: 'dead', attempts: attempt, reason, nonRetryable: false };
+      } else {
+        transientSince = undefined;
+        counted++;
+        if (counted >= policy.maxAttempts) return { kind: 'dead', attempts: attempt, reason, nonRetryable: false };
       }
+      const delay = backoffMs(attempt, policy);
+      hooks.onRetry?.(attempt, delay, reason);
+      await hooks.sleep(delay);
     }
   }
-  return { kind: 'dead', attempts: policy.maxAttempts, reason, nonRetryable: false };
 }
 
 /** Kafka header values (Buffer, string or arrays of them) as plain strings; the last value wins for repeated headers. */

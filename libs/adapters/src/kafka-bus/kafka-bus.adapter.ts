@@ -37,6 +37,8 @@ export interface KafkaBusOptions {
   maxAttempts?: number;
   retryBaseMs?: number;
   retryMaxMs?: number;
+  /** How long a store/service outage (AppError unavailable / deadline_exceeded) is retried before the DLQ (default 5 min; see BusRetryPolicy). */
+  transientRetryMs?: number;
   /** Prepended to every topic name on the cluster (e.g. `staging.`); messages and DLQ headers carry the logical name. */
   topicPrefix?: string;
   sessionTimeoutMs?: number;
@@ -88,7 +90,8 @@ export function kafkaLogCreator(log: Logger): () => (entry: LogEntry) => void {
  * - One Kafka consumer group per stage (`SubscribeOptions.group`), auto-commit off: the offset is committed only
  *   after the handler resolved (or the message reached the DLQ), so a crash redelivers — at-least-once.
  * - A failing handler is retried inside `eachMessage` with exponential backoff (never by restarting the
- *   consumer); then the original message goes to `rag.dlq.v1` with reason, stage, original topic and attempts in
+ *   consumer); a store or service outage is retried for `transientRetryMs` (the partition waits and loses nothing),
+ *   other failures `maxAttempts` times; then the original message goes to `rag.dlq.v1` with reason, stage, original topic and attempts in
  *   headers, and the partition moves on. A NonRetryableError goes to the DLQ at once.
  * - The producer is idempotent with acks=all; the topics of the design are created on start (idempotent).
  */
@@ -120,7 +123,12 @@ export class KafkaBus implements Bus {
     this.log = opts.logger ?? new Logger('kafka-bus');
     this.partitions = opts.partitions ?? 4;
     this.replicationFactor = opts.replicationFactor ?? 1;
-    this.policy = { maxAttempts: Math.max(1, opts.maxAttempts ?? 5), retryBaseMs: opts.retryBaseMs ?? 200, retryMaxMs: opts.retryMaxMs ?? 10_000 };
+    this.policy = {
+      maxAttempts: Math.max(1, opts.maxAttempts ?? 5),
+      retryBaseMs: opts.retryBaseMs ?? 200,
+      retryMaxMs: opts.retryMaxMs ?? 10_000,
+      transientRetryMs: opts.transientRetryMs ?? 300_000,
+    };
     this.prefix = opts.topicPrefix ?? '';
     this.sessionTimeoutMs = opts.sessionTimeoutMs ?? 30_000;
     this.heartbeatIntervalMs = opts.heartbeatIntervalMs ?? 3_000;

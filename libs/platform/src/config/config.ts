@@ -114,6 +114,8 @@ export const ConfigSchema = z.object({
   RAG_BUS_PARTITIONS: int(4, 1, 256),
   RAG_BUS_MAX_ATTEMPTS: int(5, 1, 100),
   RAG_BUS_RETRY_BASE_MS: int(200, 1, 60_000),
+  /** Kafka bus: how long a store/service outage is retried before the DLQ (0 = count it like any failure). */
+  RAG_BUS_TRANSIENT_RETRY_S: int(300, 0, 86_400),
   RAG_DEADLINE_MS: int(30_000, 100),
   /** Per-call limit of Milvus/OpenSearch/Elasticsearch data calls; clamped to half of RAG_DEADLINE_MS so a query can still answer degraded when one store hangs. */
   RAG_STORE_TIMEOUT_MS: int(10_000, 100),
