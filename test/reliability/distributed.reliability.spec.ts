@@ -53,6 +53,27 @@ describe('distributed mode reliability', () => {
     await ingestThroughAKill('indexer', 'kill-indexer');
   }, 900_000);
 
+  it('loses nothing when the keyword index is stopped mid-ingestion: the partition waits and resumes once it is back', async () => {
+    const before = { milvus: await milvus.count(), keyword: await opensearch.count() };
+    const ids = Array.from({ length: 100 }, (_, i) => `outage-ingest-${i}`);
+    servers('stop', 'opensearch');
+    try {
+      const r = await call<{ accepted: unknown[] }>('POST', '/v1/documents:batch', { documents: ids.map((id, j) => ({ ...doc(j + 3000), id })) });
+      expect(r.body.accepted).toHaveLength(100);
+      // Longer than the bounded retries (5 attempts, 100 ms base backoff here) would take to dead-letter everything.
+      await new Promise((res) => setTimeout(res, 15_000));
+      const mid = await call<{ status: string }>('GET', `/v1/documents/${ids[0]}`);
+      expect(mid.body.status).not.toBe('failed');
+    } finally {
+      servers('start', 'opensearch');
+    }
+    await waitAll(ids, 'indexed', 300_000);
+    let registryChunks = 0;
+    for (const id of ids) registryChunks += (await call<{ chunks: number }>('GET', `/v1/documents/${id}`)).body.chunks;
+    expect((await milvus.count()) - before.milvus).toBe(registryChunks);
+    expect((await opensearch.count()) - before.keyword).toBe(registryChunks);
+  }, 600_000);
+
   it('answers from one store, degraded, while the other is stopped, and whole again once it is back', async () => {
     const ask = () =>
       call<{ refused: boolean; degraded: string[]; citations: { document_id: string }[] }>('POST', '/v1/query', { question: 'Which Mach number was model number 1 tested at?' });
