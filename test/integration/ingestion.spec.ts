@@ -98,4 +98,25 @@ describe('ingestion pipeline (real embedded adapters)', () => {
     expect(dlq[0]!.headers[DLQ_HEADERS.reason]).toMatch(/invalid document event/);
     expect((await p.registry.get('a'))?.status).toBe('indexed');
   });
+
+  it('marks the document of a dead-lettered message failed with the stage and reason (never a finished one)', async () => {
+    // A version accepted by the registry whose source event is malformed: the loader dead-letters it.
+    const ghost = await p.registry.accept({ document_id: 'ghost', tenant: 'default', op: 'upsert', mime_type: 'text/plain' });
+    await p.bus.publish(Topic.SourceEvents, [{ key: 'ghost', value: { op: 'upsert', document_id: 'ghost', version: ghost.version, tenant: 'default' } }]);
+    // A finished document must not be flipped by a late poison copy of one of its messages.
+    await p.documents.submit({ id: 'done', text: textA }, 'default');
+    await p.bus.drain();
+    const done = (await p.registry.get('done'))!;
+    expect(done.status).toBe('indexed');
+    await p.bus.publish(Topic.Documents, [{ key: 'done', value: { op: 'upsert', document: { version: done.version } } }]);
+    // Garbage with no document or version is ignored (and does not loop through the DLQ).
+    await p.bus.publish(Topic.Chunks, [{ key: '', value: 'not json at all' }]);
+    await p.bus.drain();
+    const failed = (await p.registry.get('ghost'))!;
+    expect(failed.status).toBe('failed');
+    expect(failed.error).toMatch(/^loader: .*invalid source event/);
+    expect((await p.registry.get('done'))?.status).toBe('indexed');
+    const dlq = (p.bus as unknown as { deadLetters(): unknown[] }).deadLetters();
+    expect(dlq).toHaveLength(3);
+  });
 });

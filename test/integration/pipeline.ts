@@ -5,7 +5,7 @@ import { EmbeddedBm25KeywordIndex, EmbeddedHnswVectorStore, HashingEmbedder, Sql
 import { Topic } from '@rag/contracts';
 import { DEFAULT_CHUNK_OPTIONS } from '@rag/domain';
 import type { Bus, Embedder, KeywordIndex, VectorStore } from '@rag/ports';
-import { ChunkerStage, DocumentService, EmbedderStage, IndexerStage, LoaderStage, StatusProjector } from '@rag/application';
+import { ChunkerStage, DeadLetterProjector, DocumentService, EmbedderStage, IndexerStage, LoaderStage, StatusProjector } from '@rag/application';
 import { EmbeddingService, GeneratorService, QueryOrchestrator, RerankerService, RetrieverService } from '@rag/application';
 
 /**
@@ -26,6 +26,7 @@ export async function createPipeline(opts: { vectors?: (v: VectorStore) => Vecto
     embedder: new EmbedderStage(bus, embedder, 16),
     indexer: new IndexerStage(bus, registry, vectors, keywords, embedder.modelId),
     projector: new StatusProjector(registry),
+    deadLetters: new DeadLetterProjector(registry),
   };
   const sub = (b: Bus, group: string, topic: Topic, h: { handle: (m: never) => Promise<void> }) =>
     b.subscribe({ group, topic, stage: group, handler: (m) => h.handle(m as never) });
@@ -34,6 +35,7 @@ export async function createPipeline(opts: { vectors?: (v: VectorStore) => Vecto
   await sub(bus, 'embedder', Topic.Chunks, stages.embedder);
   await sub(bus, 'indexer', Topic.ChunksEmbedded, stages.indexer);
   await sub(bus, 'registry', Topic.IndexEvents, stages.projector);
+  await sub(bus, 'registry-dlq', Topic.Dlq, stages.deadLetters);
   await bus.start();
   const documents = new DocumentService(registry, bus, 10 * 1024 * 1024);
   const retriever = new RetrieverService(vectors, keywords, registry, { rrfK: 60, denseWeight: 1, keywordWeight: 1 });

@@ -6,3 +6,4 @@ export * from './chunker.stage';
 export * from './embedder.stage';
 export * from './indexer.stage';
 export * from './status.projector';
+export * from './dead-letter.projector';

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Module, type DynamicModule, type OnModuleDestroy, type OnModuleInit, type Type } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
 import { MulterModule } from '@nestjs/platform-express';
-import { DocumentService, QueryOrchestrator, QueryRewriter, StatusProjector, type GenerateCall, type QueryEmbeddingCall, type RerankCall, type RetrieveCall } from '@rag/application';
+import { DeadLetterProjector, DocumentService, QueryOrchestrator, QueryRewriter, StatusProjector, type GenerateCall, type QueryEmbeddingCall, type RerankCall, type RetrieveCall } from '@rag/application';
 import { Topic } from '@rag/contracts';
 import type { AppConfig } from '@rag/platform';
 import { SqliteApiKeyStore } from '@rag/adapters';
@@ -27,6 +27,9 @@ export class StatusConsumer implements OnModuleInit {
   async onModuleInit(): Promise<void> {
     const projector = new StatusProjector(this.registry);
     await subscribeStage(this.bus, 'registry', Topic.IndexEvents, (m) => projector.handle(m));
+    // A dead-lettered message marks its document `failed` with the stage and reason.
+    const deadLetters = new DeadLetterProjector(this.registry);
+    await subscribeStage(this.bus, 'registry-dlq', Topic.Dlq, (m) => deadLetters.handle(m));
   }
 }
 
