@@ -132,7 +132,8 @@ describe('Prometheus scrapes every service: P99 of each stage by PromQL', () => 
     const processed = await promQuery('sum by (job, stage) (rag_bus_messages_total{outcome="ok"})');
     expect(processed.map((s) => s.metric.job)).toEqual(expect.arrayContaining(['loader', 'chunker', 'embedder', 'indexer', 'gateway']));
     const lag = await promQuery('rag_kafka_consumer_lag');
-    expect(new Set(lag.map((s) => s.metric.group))).toEqual(new Set(['loader', 'chunker', 'embedder', 'indexer', 'registry']));
+    // Every consumer group of the pipeline, including the gateway's DLQ projection (registry-dlq).
+    expect(new Set(lag.map((s) => s.metric.group))).toEqual(new Set(['loader', 'chunker', 'embedder', 'indexer', 'registry', 'registry-dlq']));
     expect(lag.every((s) => s.metric.partition !== undefined)).toBe(true);
     const docs = await promQuery('rag_documents{status="indexed"}');
     expect(Number(docs[0]?.value[1])).toBeGreaterThanOrEqual(4);
