@@ -1,4 +1,9 @@
-/** Structured JSON-lines logger (one object per line on stderr), levels from RAG_LOG_LEVEL. */
+import { context, trace } from '@opentelemetry/api';
+
+/**
+ * Structured JSON-lines logger (one object per line on stderr), levels from RAG_LOG_LEVEL. A line written inside a
+ * span carries its `trace_id` and `span_id`, so logs and traces of one request or ingestion join up.
+ */
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
 const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 };
 
@@ -17,7 +22,9 @@ export class Logger {
 
   private write(level: Exclude<LogLevel, 'silent'>, msg: string, fields?: Record<string, unknown>): void {
     if (ORDER[level] < ORDER[globalLevel]) return;
-    const line = { ts: new Date().toISOString(), level, component: this.component, msg, ...fields };
+    const sc = trace.getSpanContext(context.active());
+    const ids = sc && trace.isSpanContextValid(sc) ? { trace_id: sc.traceId, span_id: sc.spanId } : {};
+    const line = { ts: new Date().toISOString(), level, component: this.component, msg, ...ids, ...fields };
     process.stderr.write(JSON.stringify(line, errorReplacer) + '\n');
   }
 
