@@ -29,11 +29,13 @@ WORKDIR /app
 RUN groupadd --gid 10001 rag \
  && useradd --uid 10001 --gid rag --no-create-home --shell /usr/sbin/nologin rag \
  && mkdir -p /data /models \
- && chown rag:rag /data
+ && chown rag:rag /data /models
 COPY --from=build /app/package.json ./package.json
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY --from=build /app/bin ./bin
+# The model fetcher, so RAG_EMBEDDER=onnx can fetch a missing model into /models on first start (RAG_MODELS_AUTO_FETCH).
+COPY --from=build /app/scripts/models ./scripts/models
 USER 10001:10001
 EXPOSE 8080 50051
 CMD ["node", "dist/apps/gateway/src/main.js"]

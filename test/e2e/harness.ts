@@ -13,9 +13,12 @@ export interface Server {
   stop(): Promise<void>;
 }
 
-/** Starts the embedded platform on an ephemeral loopback port over a data folder (a new one unless given). */
+/**
+ * Starts the embedded platform on an ephemeral loopback port over a data folder (a new one unless given). The hashing
+ * embedder unless `env` says otherwise: these tests are about the API, and it needs no model files.
+ */
 export async function startServer(dataDir = mkdtempSync(join(tmpdir(), 'rag-e2e-')), env: Record<string, string> = {}): Promise<Server> {
-  const config = loadConfig({ RAG_MAX_BODY_BYTES: String(1024 * 1024), ...env, RAG_DATA_DIR: dataDir, RAG_PORT: '0', RAG_HOST: '127.0.0.1' });
+  const config = loadConfig({ RAG_MAX_BODY_BYTES: String(1024 * 1024), RAG_EMBEDDER: 'hashing', ...env, RAG_DATA_DIR: dataDir, RAG_PORT: '0', RAG_HOST: '127.0.0.1' });
   const s = await startEmbeddedServer(config);
   return { url: s.url, dataDir, config, stop: () => s.close() };
 }

@@ -40,6 +40,7 @@ describe('sources: Confluence and Notion (embedded, fake SaaS servers)', () => {
     startEmbeddedServer(
       loadConfig({
         RAG_DATA_DIR: dataDir,
+        RAG_EMBEDDER: 'hashing',
         RAG_PORT: '0',
         RAG_HOST: '127.0.0.1',
         RAG_LOG_LEVEL: 'error',

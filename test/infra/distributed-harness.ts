@@ -17,6 +17,8 @@ export const GATEWAY = Number(process.env.RAG_TEST_PORT_BASE ?? 18080);
 export const URL = `http://127.0.0.1:${GATEWAY}`;
 export const env: Record<string, string> = {
   RAG_DATA_DIR: dataDir,
+  // The pipeline's behaviour under Kafka/Milvus/OpenSearch, not model quality: the hashing embedder needs no model files.
+  RAG_EMBEDDER: 'hashing',
   RAG_PORT: String(GATEWAY),
   RAG_EMBEDDER_GRPC: `127.0.0.1:${GATEWAY + 11}`,
   RAG_RETRIEVER_GRPC: `127.0.0.1:${GATEWAY + 12}`,

@@ -19,3 +19,4 @@ export * from './source-http';
 export * from './confluence';
 export * from './notion';
 export * from './sqlite-api-keys';
+export * from './script-routed-embedder';

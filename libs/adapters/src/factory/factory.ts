@@ -13,7 +13,8 @@ import { HttpEmbedder } from '../http-embedder';
 import { HttpReranker } from '../http-reranker';
 import { KafkaBus } from '../kafka-bus';
 import { SqliteLogBus } from '../log-bus';
-import { OnnxEmbedder } from '../onnx-embedder';
+import { fetchMissingModels, OnnxEmbedder } from '../onnx-embedder';
+import { ScriptRoutedEmbedder } from '../script-routed-embedder';
 import { OpenAiCompatibleLlm } from '../openai-llm';
 import { SqliteRegistry } from '../sqlite-registry';
 
@@ -63,7 +64,7 @@ export async function createEmbedder(config: AppConfig): Promise<Embedder> {
       inner = new HashingEmbedder({ dim: config.RAG_EMBEDDING_DIM });
       break;
     case 'onnx':
-      inner = await OnnxEmbedder.create({ modelsDir: config.modelsDir, name: config.RAG_EMBEDDING_MODEL, batchSize: config.RAG_EMBEDDING_BATCH });
+      inner = await createOnnxEmbedder(config);
       break;
     case 'http':
       inner = new HttpEmbedder({
@@ -78,6 +79,22 @@ export async function createEmbedder(config: AppConfig): Promise<Embedder> {
       return unknown('RAG_EMBEDDER', kind);
   }
   return new CachedEmbedder(inner, { sqlitePath: join(config.dataDir, 'embedding-cache.db') });
+}
+
+/** The ONNX model names of RAG_EMBEDDING_MODEL: one, or `<CJK model>+<other model>` for script routing. */
+export function onnxModelNames(spec: string): string[] {
+  const names = spec.split('+').map((s) => s.trim());
+  if (names.length > 2 || names.some((n) => !n)) {
+    throw new Error(`RAG_EMBEDDING_MODEL must name one ONNX model or two joined by "+" (<CJK model>+<other model>), got "${spec}"`);
+  }
+  return names;
+}
+
+async function createOnnxEmbedder(config: AppConfig): Promise<Embedder> {
+  const names = onnxModelNames(config.RAG_EMBEDDING_MODEL);
+  if (config.RAG_MODELS_AUTO_FETCH) await fetchMissingModels(config.modelsDir, names);
+  const models = await Promise.all(names.map((name) => OnnxEmbedder.create({ modelsDir: config.modelsDir, name, batchSize: config.RAG_EMBEDDING_BATCH })));
+  return models.length === 2 ? new ScriptRoutedEmbedder(models[0]!, models[1]!) : models[0]!;
 }
 
 export function createVectorStore(config: AppConfig, embedder: Embedder): VectorStore {

@@ -1,1 +1,2 @@
 export { OnnxEmbedder, type OnnxEmbedderOptions } from './onnx-embedder.adapter';
+export * from './auto-fetch';

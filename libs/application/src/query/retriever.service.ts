@@ -1,17 +1,19 @@
 import type { Chunk, Degraded, RetrievalResult, ScoredChunk } from '@rag/contracts';
-import { applyVersionFence, expandToParents, reciprocalRankFusion } from '@rag/domain';
+import { applyVersionFence, expandToParents, reciprocalRankFusion, scoreFusion } from '@rag/domain';
 import { inStage, Logger, setSpanAttributes, type StageName } from '@rag/platform';
 import type { KeywordHit, KeywordIndex, Registry, VectorHit, VectorStore } from '@rag/ports';
 import type { RetrieveCall, RetrieveRequest } from './query-path';
 
 export interface RetrieverOptions {
+  /** `zscore`/`minmax`: weighted score fusion; `rrf`: reciprocal rank fusion (default zscore). */
+  fusion?: 'zscore' | 'minmax' | 'rrf';
   rrfK: number;
   denseWeight: number;
   keywordWeight: number;
 }
 
 /**
- * Dense and keyword search in parallel (filters inside both), fused with RRF, fenced to each document's
+ * Dense and keyword search in parallel (filters inside both), fused (score fusion or RRF), fenced to each document's
  * active version, expanded to parent chunks. A failing store degrades the answer instead of failing it.
  */
 export class RetrieverService implements RetrieveCall {
@@ -76,17 +78,16 @@ export class RetrieverService implements RetrieveCall {
     ]);
 
     const t0 = performance.now();
-    // RRF over both result lists, then the version fence (the registry's active versions): the `fuse` stage.
+    // Fusion of both result lists (RAG_FUSION), then the version fence (the registry's active versions): the `fuse` stage.
     const fenced = await inStage('fuse', { 'rag.dense.hits': dense.length, 'rag.keyword.hits': keyword.length }, async () => {
       const meta = new Map<string, { document_id: string; version: number }>();
       for (const h of [...dense, ...keyword]) meta.set(h.chunk_id, { document_id: h.document_id, version: h.version });
-      const fused = reciprocalRankFusion(
-        [
-          { name: 'dense', weight: this.opts.denseWeight, hits: dense.map((h) => ({ id: h.chunk_id, score: h.score })) },
-          { name: 'keyword', weight: this.opts.keywordWeight, hits: keyword.map((h) => ({ id: h.chunk_id, score: h.score })) },
-        ],
-        { k: this.opts.rrfK },
-      );
+      const lists = [
+        { name: 'dense', weight: this.opts.denseWeight, hits: dense.map((h) => ({ id: h.chunk_id, score: h.score })) },
+        { name: 'keyword', weight: this.opts.keywordWeight, hits: keyword.map((h) => ({ id: h.chunk_id, score: h.score })) },
+      ];
+      const fusion = this.opts.fusion ?? 'zscore';
+      const fused = fusion === 'rrf' ? reciprocalRankFusion(lists, { k: this.opts.rrfK }) : scoreFusion(lists, { normalization: fusion });
       const active = await this.registry.activeVersions([...new Set([...meta.values()].map((m) => m.document_id))]);
       const out = applyVersionFence(
         fused.map((f) => ({ ...f, ...meta.get(f.id)! })),

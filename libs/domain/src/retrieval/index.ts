@@ -3,3 +3,5 @@ export * from './version-fence';
 export * from './parents';
 export * from './normalize-query';
 export * from './query-expansion';
+export * from './score-fusion';
+export * from './script-routing';

@@ -10,7 +10,7 @@ import { CONFIG, RETRIEVE_CALL } from '../core/tokens';
     {
       provide: RETRIEVE_CALL,
       useFactory: (v: VectorStore, k: KeywordIndex, r: Registry, c: AppConfig) =>
-        new RetrieverService(v, k, r, { rrfK: c.RAG_RRF_K, denseWeight: c.RAG_DENSE_WEIGHT, keywordWeight: c.RAG_KEYWORD_WEIGHT }),
+        new RetrieverService(v, k, r, { fusion: c.RAG_FUSION, rrfK: c.RAG_RRF_K, denseWeight: c.RAG_DENSE_WEIGHT, keywordWeight: c.RAG_KEYWORD_WEIGHT }),
       inject: [VECTOR_STORE, KEYWORD_INDEX, REGISTRY, CONFIG],
     },
   ],

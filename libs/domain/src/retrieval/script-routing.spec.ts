@@ -1,0 +1,26 @@
+import { describe, expect, it } from 'vitest';
+import { scriptWeights } from './script-routing';
+
+describe('scriptWeights', () => {
+  it('routes Chinese text to the CJK model and English text to the other', () => {
+    expect(scriptWeights('《泡泡战士》是由哪家公司开发的？')).toEqual({ cjk: 1, other: 0 });
+    expect(scriptWeights('what is the boundary layer thickness of a flat plate?')).toEqual({ cjk: 0, other: 1 });
+  });
+
+  it('splits a mixed query by units: a CJK character or a word of another script', () => {
+    // 10 CJK characters, 2 Latin words.
+    const w = scriptWeights('Nexon Korea开发的游戏叫什么名字');
+    expect(w.cjk).toBeCloseTo(10 / 12);
+    expect(w.cjk + w.other).toBeCloseTo(1);
+    expect(scriptWeights('カタカナ と ひらがな').cjk).toBe(1);
+    expect(scriptWeights('한국어 질문').cjk).toBe(1);
+  });
+
+  it('counts no language for digits and punctuation; empty text asks both models', () => {
+    expect(scriptWeights('')).toEqual({ cjk: 0.5, other: 0.5 });
+    expect(scriptWeights('2024 — 3.14 ?!')).toEqual({ cjk: 0.5, other: 0.5 });
+    expect(scriptWeights('1998年')).toEqual({ cjk: 1, other: 0 });
+    expect(scriptWeights('Mach 2.5 flow')).toEqual({ cjk: 0, other: 1 });
+    expect(scriptWeights('Привет мир').other).toBe(1);
+  });
+});
