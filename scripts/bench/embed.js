@@ -11,6 +11,7 @@ const spec = {
   models: { type: 'list', default: undefined, help: 'ONNX model folders in the models dir (default: every embedding model there)' },
   'models-dir': { type: 'string', default: process.env.RAG_MODELS_DIR || join(c.root, '.models'), help: 'models folder (RAG_MODELS_DIR)' },
   hashing: { type: 'bool', default: true, help: 'include the HashingEmbedder (--no-hashing to leave it out)' },
+  default: { type: 'bool', default: true, help: 'include the default RAG_EMBEDDING_MODEL when it routes two models (--no-default to leave it out)' },
   corpus: { type: 'string', default: 'cranfield', help: 'dataset folder in --eval-dir whose corpus.jsonl gives the passages' },
   'eval-dir': { type: 'string', default: c.defaultEvalDir, help: 'evaluation data folder' },
   threads: { type: 'int', default: undefined, help: 'ONNX Runtime intra-op threads (default: its own choice)' },
@@ -48,7 +49,7 @@ async function run(argv) {
   const hw = c.hardware();
   const platform = c.requireDist('libs/platform/src/index.js');
   if (!process.env.RAG_LOG_LEVEL) platform.setLogLevel('warn');
-  const { HashingEmbedder, OnnxEmbedder } = c.requireDist('libs/adapters/src/index.js');
+  const { HashingEmbedder, OnnxEmbedder, ScriptRoutedEmbedder, onnxModelNames } = c.requireDist('libs/adapters/src/index.js');
 
   const corpusFile = join(resolve(opts.evalDir), opts.corpus, 'corpus.jsonl');
   if (!existsSync(corpusFile)) throw new Error(`${corpusFile} is missing (set --eval-dir / --corpus)`);
@@ -79,6 +80,17 @@ async function run(argv) {
       notes.push(`${name}: could not load (${err.message})`);
       c.log(`  ${name}: ${err.message}`);
     }
+  }
+  // The default configuration: two models routed by script (passages run through both, so ≈ the sum of their times).
+  const defaultModel = platform.loadConfig({}).RAG_EMBEDDING_MODEL;
+  const pair = onnxModelNames(defaultModel);
+  if (opts.default && pair.length === 2) {
+    if (pair.every((m) => available.includes(m))) {
+      c.log(`loading the default ${defaultModel} …`);
+      const t0 = Date.now();
+      const [a, b] = await Promise.all(pair.map((name) => OnnxEmbedder.create({ modelsDir, name, batchSize: maxBatch, ...(opts.threads ? { threads: opts.threads } : {}) })));
+      embedders.push({ label: `default (${defaultModel})`, embedder: new ScriptRoutedEmbedder(a, b), load_s: (Date.now() - t0) / 1000 });
+    } else notes.push(`default ${defaultModel} not measured: fetch it with npm run models:fetch -- ${pair.join(' ')}`);
   }
   if (!embedders.length) throw new Error('no embedder to measure');
   // Warm-up: one call per embedder and batch size (first runs allocate and JIT).
