@@ -1,10 +1,35 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { loadConfig } from '@rag/platform';
-import { storeTimeoutMs } from './factory';
+import { createEmbedder, onnxModelNames, storeTimeoutMs } from './factory';
 
 describe('storeTimeoutMs', () => {
   it('keeps store calls inside half of the query deadline, so a hanging store still leaves time to answer degraded', () => {
     expect(storeTimeoutMs(loadConfig({}))).toBe(10_000); // defaults: 10 s store limit, 30 s deadline
     expect(storeTimeoutMs(loadConfig({ RAG_DEADLINE_MS: '5000' }))).toBe(2_500);
     expect(storeTimeoutMs(loadConfig({ RAG_STORE_TIMEOUT_MS: '800', RAG_DEADLINE_MS: '5000' }))).toBe(800);
+  });
+});
+
+describe('onnxModelNames', () => {
+  it('reads one model or a <CJK model>+<other model> pair, and rejects anything else with the expected form', () => {
+    expect(onnxModelNames('all-MiniLM-L6-v2')).toEqual(['all-MiniLM-L6-v2']);
+    expect(onnxModelNames('bge-small-zh-v1.5+bge-small-en-v1.5')).toEqual(['bge-small-zh-v1.5', 'bge-small-en-v1.5']);
+    expect(() => onnxModelNames('a+b+c')).toThrow(/one ONNX model or two joined by "\+"/);
+    expect(() => onnxModelNames('a+')).toThrow(/<CJK model>\+<other model>/);
+  });
+});
+
+describe('createEmbedder (onnx) with a model missing', () => {
+  it('fails naming the fetch command when automatic fetching is off', async () => {
+    const modelsDir = mkdtempSync(join(tmpdir(), 'rag-no-models-'));
+    try {
+      const config = loadConfig({ RAG_MODELS_DIR: modelsDir, RAG_DATA_DIR: modelsDir, RAG_MODELS_AUTO_FETCH: 'false' });
+      expect(config.RAG_EMBEDDER).toBe('onnx'); // the default
+      await expect(createEmbedder(config)).rejects.toThrow(/bge-small-zh-v1\.5" is not installed.*models:fetch/);
+    } finally {
+      rmSync(modelsDir, { recursive: true, force: true });
+    }
   });
 });

@@ -93,7 +93,7 @@ export function onnxModelNames(spec: string): string[] {
 async function createOnnxEmbedder(config: AppConfig): Promise<Embedder> {
   const names = onnxModelNames(config.RAG_EMBEDDING_MODEL);
   if (config.RAG_MODELS_AUTO_FETCH) await fetchMissingModels(config.modelsDir, names);
-  const models = await Promise.all(names.map((name) => OnnxEmbedder.create({ modelsDir: config.modelsDir, name, batchSize: config.RAG_EMBEDDING_BATCH })));
+  const models = await Promise.all(names.map((name) => OnnxEmbedder.create({ modelsDir: config.modelsDir, name, batchSize: config.RAG_ONNX_BATCH })));
   return models.length === 2 ? new ScriptRoutedEmbedder(models[0]!, models[1]!) : models[0]!;
 }
 

@@ -11,6 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import JSZip from 'jszip';
+import { fetchMissingModels, modelInstalled } from './auto-fetch';
 import { REPO_ROOT } from './test-models';
 
 const SCRIPT = resolve(REPO_ROOT, 'scripts/models/fetch.js');
@@ -177,5 +178,27 @@ describe('scripts/models/fetch.js', () => {
     const bad = await run(['ms-marco-minilm-l-6-v2', '--dir', dir, '--force'], { HF_ENDPOINT: s.url });
     expect(bad.code).toBe(1);
     expect(bad.stderr).toMatch(/sha256 [0-9a-f]{64} does not match 1{64}/);
+  });
+  it('fetchMissingModels: a missing configured model is fetched once at start-up; a failed fetch names the way out', async () => {
+    await publishJar('langchain4j-embeddings-bge-small-zh-v15-q', '1.2.3-beta4', {
+      'bge-small-zh-v1.5-q.onnx': 'ONNX-BYTES',
+      'bge-small-zh-v1.5-q-tokenizer.json': TOKENIZER,
+    });
+    const saved = process.env.RAG_MAVEN_REPO;
+    process.env.RAG_MAVEN_REPO = s.url; // the fetch child inherits it
+    try {
+      expect(modelInstalled(dir, 'bge-small-zh-v1.5-q')).toBe(false);
+      await fetchMissingModels(dir, ['bge-small-zh-v1.5-q']);
+      expect(modelInstalled(dir, 'BGE-small-zh-v1.5-q')).toBe(true);
+      const gets = s.hits.length;
+      await fetchMissingModels(dir, ['bge-small-zh-v1.5-q']); // present: no child, no request
+      expect(s.hits.length).toBe(gets);
+      await expect(fetchMissingModels(dir, ['bge-small-zh-v1.5-q', 'e5-small-v2-q'])).rejects.toThrow(
+        /fetching e5-small-v2-q failed .*npm run models:fetch -- e5-small-v2-q.*RAG_EMBEDDER=hashing/,
+      );
+    } finally {
+      if (saved === undefined) delete process.env.RAG_MAVEN_REPO;
+      else process.env.RAG_MAVEN_REPO = saved;
+    }
   });
 });
