@@ -1,4 +1,4 @@
 import './tracing';
 import { IndexerModule, runStandalone } from '@rag/services';
 
-void runStandalone('indexer', [IndexerModule], ['bus', 'registry', 'embedder', 'vectors', 'keywords']);
+void runStandalone('indexer', [IndexerModule], ['bus', 'registry', 'vectors', 'keywords']);

@@ -9,3 +9,13 @@ export interface Embedder {
   close?(): Promise<void>;
 }
 export const EMBEDDER = Symbol('EMBEDDER');
+
+/**
+ * Which vectors a store holds: the model id and dimension, without the model. Processes that store or search
+ * vectors but never embed (indexer, retriever) need only this, so they do not load an embedding model.
+ */
+export interface EmbeddingSpace {
+  readonly modelId: string;
+  readonly dim: number;
+}
+export const EMBEDDING_SPACE = Symbol('EMBEDDING_SPACE');

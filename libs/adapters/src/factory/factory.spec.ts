@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '@rag/platform';
-import { createEmbedder, onnxModelNames, storeTimeoutMs } from './factory';
+import { createEmbedder, embeddingSpace, onnxModelNames, storeTimeoutMs } from './factory';
 
 describe('storeTimeoutMs', () => {
   it('keeps store calls inside half of the query deadline, so a hanging store still leaves time to answer degraded', () => {
@@ -28,6 +28,29 @@ describe('createEmbedder (onnx) with a model missing', () => {
       const config = loadConfig({ RAG_MODELS_DIR: modelsDir, RAG_DATA_DIR: modelsDir, RAG_MODELS_AUTO_FETCH: 'false' });
       expect(config.RAG_EMBEDDER).toBe('onnx'); // the default
       await expect(createEmbedder(config)).rejects.toThrow(/bge-small-zh-v1\.5" is not installed.*models:fetch/);
+    } finally {
+      rmSync(modelsDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('embeddingSpace', () => {
+  it('gives the model id and dimension createEmbedder would, for hashing and HTTP embedders, without loading anything', async () => {
+    const hashing = loadConfig({ RAG_EMBEDDER: 'hashing', RAG_EMBEDDING_DIM: '256', RAG_DATA_DIR: tmpdir() });
+    const e = await createEmbedder({ ...hashing, dataDir: mkdtempSync(join(tmpdir(), 'rag-space-')) });
+    try {
+      expect(await embeddingSpace(hashing)).toEqual({ modelId: e.modelId, dim: 256 });
+    } finally {
+      await e.close?.();
+    }
+    const http = loadConfig({ RAG_EMBEDDER: 'http', RAG_EMBEDDING_URL: 'http://127.0.0.1:9/v1', RAG_EMBEDDING_MODEL: 'text-embedding-3-small', RAG_EMBEDDING_DIM: '1536' });
+    expect(await embeddingSpace(http)).toEqual({ modelId: 'http:text-embedding-3-small', dim: 1536 });
+  });
+
+  it('fails like createEmbedder when an ONNX model is missing and fetching is off', async () => {
+    const modelsDir = mkdtempSync(join(tmpdir(), 'rag-no-models-'));
+    try {
+      await expect(embeddingSpace(loadConfig({ RAG_MODELS_DIR: modelsDir, RAG_MODELS_AUTO_FETCH: 'false' }))).rejects.toThrow(/is not installed.*models:fetch/);
     } finally {
       rmSync(modelsDir, { recursive: true, force: true });
     }

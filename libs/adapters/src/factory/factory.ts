@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import type { AppConfig } from '@rag/platform';
-import type { Bus, Embedder, KeywordIndex, Llm, Registry, Reranker, VectorStore } from '@rag/ports';
+import type { Bus, Embedder, EmbeddingSpace, KeywordIndex, Llm, Registry, Reranker, VectorStore } from '@rag/ports';
 import { CrossEncoderReranker } from '../cross-encoder';
 import { EmbeddedBm25KeywordIndex } from '../embedded-bm25';
 import { EmbeddedHnswVectorStore } from '../embedded-hnsw';
@@ -67,18 +67,22 @@ export async function createEmbedder(config: AppConfig): Promise<Embedder> {
       inner = await createOnnxEmbedder(config);
       break;
     case 'http':
-      inner = new HttpEmbedder({
-        baseUrl: config.RAG_EMBEDDING_URL!,
-        apiKey: config.RAG_EMBEDDING_API_KEY,
-        model: config.RAG_EMBEDDING_MODEL,
-        dim: config.RAG_EMBEDDING_DIM,
-        batchSize: config.RAG_EMBEDDING_BATCH,
-      });
+      inner = httpEmbedder(config);
       break;
     default:
       return unknown('RAG_EMBEDDER', kind);
   }
   return new CachedEmbedder(inner, { sqlitePath: join(config.dataDir, 'embedding-cache.db') });
+}
+
+function httpEmbedder(config: AppConfig): HttpEmbedder {
+  return new HttpEmbedder({
+    baseUrl: config.RAG_EMBEDDING_URL!,
+    apiKey: config.RAG_EMBEDDING_API_KEY,
+    model: config.RAG_EMBEDDING_MODEL,
+    dim: config.RAG_EMBEDDING_DIM,
+    batchSize: config.RAG_EMBEDDING_BATCH,
+  });
 }
 
 /** The ONNX model names of RAG_EMBEDDING_MODEL: one, or `<CJK model>+<other model>` for script routing. */
@@ -97,7 +101,32 @@ async function createOnnxEmbedder(config: AppConfig): Promise<Embedder> {
   return models.length === 2 ? new ScriptRoutedEmbedder(models[0]!, models[1]!) : models[0]!;
 }
 
-export function createVectorStore(config: AppConfig, embedder: Embedder): VectorStore {
+/**
+ * The model id and dimension of the configured embedder without loading a model: what the vector store and the
+ * indexer's model check need in processes that never embed (indexer, retriever). Equal to createEmbedder's
+ * embedder.modelId / embedder.dim (tested).
+ */
+export async function embeddingSpace(config: AppConfig): Promise<EmbeddingSpace> {
+  const kind = config.RAG_EMBEDDER;
+  switch (kind) {
+    case 'hashing':
+    case 'http': {
+      // Constructing these is cheap: no model, no network call.
+      const e = kind === 'hashing' ? new HashingEmbedder({ dim: config.RAG_EMBEDDING_DIM }) : httpEmbedder(config);
+      return { modelId: e.modelId, dim: e.dim };
+    }
+    case 'onnx': {
+      const names = onnxModelNames(config.RAG_EMBEDDING_MODEL);
+      if (config.RAG_MODELS_AUTO_FETCH) await fetchMissingModels(config.modelsDir, names);
+      const spaces = names.map((n) => OnnxEmbedder.space(config.modelsDir, n));
+      return spaces.length === 2 ? ScriptRoutedEmbedder.space(spaces[0]!, spaces[1]!) : spaces[0]!;
+    }
+    default:
+      return unknown('RAG_EMBEDDER', kind);
+  }
+}
+
+export function createVectorStore(config: AppConfig, embedder: EmbeddingSpace): VectorStore {
   const kind = config.RAG_VECTOR_STORE;
   switch (kind) {
     case 'embedded':

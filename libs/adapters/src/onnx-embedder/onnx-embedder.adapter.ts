@@ -73,6 +73,15 @@ export class OnnxEmbedder implements Embedder {
   }
 
   /**
+   * The model id and dimension `create` would give, read from the folder's manifest and config without loading
+   * the model (for processes that only store or search its vectors).
+   */
+  static space(modelsDir: string, name: string): { modelId: string; dim: number } {
+    const folder = locateModelFolder(modelsDir, name, 'Embedding model', FETCH_HINT);
+    return { modelId: `onnx:${folder.manifest?.name ?? folder.folderName}`, dim: folder.manifest?.dim ?? folder.config.hidden_size ?? 0 };
+  }
+
+  /**
    * Loads the model. Fails with `unavailable` and the fetch command when the folder is missing or incomplete,
    * and when the model's output dimension disagrees with its manifest.
    */
@@ -108,7 +117,7 @@ export class OnnxEmbedder implements Embedder {
     const maxLength = Math.min(options.maxLength ?? m?.maxLength ?? 512, tokMax, folder.config.max_position_embeddings ?? Infinity);
     const name = m?.name ?? folder.folderName;
     const embedder = new OnnxEmbedder(name, tokenizer, model, {
-      dim: m?.dim ?? folder.config.hidden_size ?? 0,
+      dim: OnnxEmbedder.space(options.modelsDir, options.name).dim,
       pooling,
       normalize: m?.normalize ?? true,
       queryPrefix: options.queryPrefix ?? m?.queryPrefix ?? '',

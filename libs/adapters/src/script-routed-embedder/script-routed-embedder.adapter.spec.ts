@@ -1,4 +1,6 @@
+import { loadConfig } from '@rag/platform';
 import type { EmbedInputType, Embedder } from '@rag/ports';
+import { embeddingSpace } from '../factory';
 import { OnnxEmbedder } from '../onnx-embedder';
 import { TEST_MODELS_DIR, cosine, ensureTestModels, norm } from '../onnx-embedder/test-models';
 import { ScriptRoutedEmbedder } from './script-routed-embedder.adapter';
@@ -86,6 +88,13 @@ describe.skipIf(process.env.RAG_SKIP_MODEL_TESTS === '1')('ScriptRoutedEmbedder 
     e = new ScriptRoutedEmbedder(a!, b!);
   }, 15 * 60_000);
   afterAll(() => e?.close());
+
+  it('embeddingSpace names the same vectors without loading a model (what the indexer and retriever use)', async () => {
+    const cfg = (model: string) => loadConfig({ RAG_EMBEDDER: 'onnx', RAG_EMBEDDING_MODEL: model, RAG_MODELS_DIR: TEST_MODELS_DIR, RAG_MODELS_AUTO_FETCH: 'false' });
+    expect(await embeddingSpace(cfg('bge-small-zh-v1.5+bge-small-en-v1.5'))).toEqual({ modelId: e.modelId, dim: e.dim });
+    expect(e).toMatchObject({ modelId: 'routed:onnx:bge-small-zh-v1.5+onnx:bge-small-en-v1.5', dim: 896 });
+    expect(await embeddingSpace(cfg('BGE-small-en-v1.5'))).toEqual({ modelId: 'onnx:bge-small-en-v1.5', dim: 384 });
+  });
 
   it('finds the right passage for a Chinese and an English question in one mixed collection', async () => {
     const passages = [

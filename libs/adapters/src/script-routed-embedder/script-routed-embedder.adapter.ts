@@ -23,8 +23,12 @@ export class ScriptRoutedEmbedder implements Embedder {
     private readonly cjk: Embedder,
     private readonly other: Embedder,
   ) {
-    this.modelId = `routed:${cjk.modelId}+${other.modelId}`;
-    this.dim = cjk.dim + other.dim;
+    ({ modelId: this.modelId, dim: this.dim } = ScriptRoutedEmbedder.space(cjk, other));
+  }
+
+  /** The id and dimension of the pair, from the two models' own (no model needs to be loaded). */
+  static space(cjk: { modelId: string; dim: number }, other: { modelId: string; dim: number }): { modelId: string; dim: number } {
+    return { modelId: `routed:${cjk.modelId}+${other.modelId}`, dim: cjk.dim + other.dim };
   }
 
   async embed(texts: string[], inputType: EmbedInputType): Promise<Float32Array[]> {

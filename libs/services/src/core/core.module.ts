@@ -1,8 +1,23 @@
 import { Global, Injectable, Module, type DynamicModule, type OnApplicationBootstrap, type OnApplicationShutdown, type Provider } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
-import { createBus, createEmbedder, createKeywordIndex, createLlm, createRegistry, createReranker, createVectorStore } from '@rag/adapters';
+import { createBus, createEmbedder, createKeywordIndex, createLlm, createRegistry, createReranker, createVectorStore, embeddingSpace } from '@rag/adapters';
 import { type AppConfig, Logger } from '@rag/platform';
-import { BUS, EMBEDDER, KEYWORD_INDEX, LLM, REGISTRY, RERANKER, VECTOR_STORE, type Bus, type Embedder, type KeywordIndex, type Registry, type VectorStore } from '@rag/ports';
+import {
+  BUS,
+  EMBEDDER,
+  EMBEDDING_SPACE,
+  KEYWORD_INDEX,
+  LLM,
+  REGISTRY,
+  RERANKER,
+  VECTOR_STORE,
+  type Bus,
+  type Embedder,
+  type EmbeddingSpace,
+  type KeywordIndex,
+  type Registry,
+  type VectorStore,
+} from '@rag/ports';
 import { CONFIG } from './tokens';
 
 /** Which adapters a process needs: a loader process does not load an embedding model. */
@@ -68,8 +83,17 @@ export class CoreModule {
     const need = (p: Part) => parts.includes(p);
     if (need('bus')) providers.push({ provide: BUS, useFactory: () => createBus(config) });
     if (need('registry')) providers.push({ provide: REGISTRY, useFactory: () => createRegistry(config) });
-    if (need('embedder') || need('vectors')) providers.push({ provide: EMBEDDER, useFactory: () => createEmbedder(config) });
-    if (need('vectors')) providers.push({ provide: VECTOR_STORE, useFactory: (e: Embedder) => createVectorStore(config, e), inject: [EMBEDDER] });
+    if (need('embedder')) providers.push({ provide: EMBEDDER, useFactory: () => createEmbedder(config) });
+    if (need('vectors')) {
+      // Which vectors the store holds: from the loaded embedder when this process embeds, else from the model
+      // manifests, so an indexer or retriever never loads an embedding model it would not run.
+      providers.push(
+        need('embedder')
+          ? { provide: EMBEDDING_SPACE, useFactory: (e: Embedder): EmbeddingSpace => ({ modelId: e.modelId, dim: e.dim }), inject: [EMBEDDER] }
+          : { provide: EMBEDDING_SPACE, useFactory: () => embeddingSpace(config) },
+        { provide: VECTOR_STORE, useFactory: (s: EmbeddingSpace) => createVectorStore(config, s), inject: [EMBEDDING_SPACE] },
+      );
+    }
     if (need('keywords')) providers.push({ provide: KEYWORD_INDEX, useFactory: () => createKeywordIndex(config) });
     if (need('reranker')) providers.push({ provide: RERANKER, useFactory: () => createReranker(config) });
     if (need('llm')) providers.push({ provide: LLM, useFactory: () => createLlm(config) });

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Module, type OnModuleInit } from '@nestjs/common';
 import { IndexerStage } from '@rag/application';
 import { Topic } from '@rag/contracts';
-import { BUS, EMBEDDER, KEYWORD_INDEX, REGISTRY, VECTOR_STORE, type Bus, type Embedder, type KeywordIndex, type Registry, type VectorStore } from '@rag/ports';
+import { BUS, EMBEDDING_SPACE, KEYWORD_INDEX, REGISTRY, VECTOR_STORE, type Bus, type EmbeddingSpace, type KeywordIndex, type Registry, type VectorStore } from '@rag/ports';
 import { subscribeStage } from '../core/bus-consumer';
 
 @Injectable()
@@ -11,10 +11,10 @@ export class IndexerConsumer implements OnModuleInit {
     @Inject(REGISTRY) private readonly registry: Registry,
     @Inject(VECTOR_STORE) private readonly vectors: VectorStore,
     @Inject(KEYWORD_INDEX) private readonly keywords: KeywordIndex,
-    @Inject(EMBEDDER) private readonly embedder: Embedder,
+    @Inject(EMBEDDING_SPACE) private readonly space: EmbeddingSpace,
   ) {}
   async onModuleInit(): Promise<void> {
-    const stage = new IndexerStage(this.bus, this.registry, this.vectors, this.keywords, this.embedder.modelId);
+    const stage = new IndexerStage(this.bus, this.registry, this.vectors, this.keywords, this.space.modelId);
     await subscribeStage(this.bus, 'indexer', Topic.ChunksEmbedded, (m) => stage.handle(m));
   }
 }
