@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from '
 import { join } from 'node:path';
 import { Module, type DynamicModule, type INestApplicationContext, type INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import { prepareModels } from '@rag/adapters';
 import { DocumentService, QueryOrchestrator } from '@rag/application';
 import { type AppConfig, ConfigError, Logger, loadConfig, shutdownTracing, startTracing } from '@rag/platform';
 import { BUS, REGISTRY, type Bus, type Registry } from '@rag/ports';
@@ -17,6 +18,7 @@ import { LoaderModule } from './loader/loader.module';
 import { RerankerModule } from './reranker/reranker.module';
 import { RetrieverModule } from './retriever/retriever.module';
 import { keepConnectionsAlive } from './http-keepalive';
+import { prepareModelsOrExit } from './core/prepare-models';
 
 /** The query path as direct in-process calls. */
 @Module({
@@ -63,6 +65,7 @@ function handles(context: INestApplicationContext): EmbeddedHandles {
 
 /** Embedded platform without HTTP (CLI ingest/ask/eval, tests). */
 export async function createEmbeddedContext(config: AppConfig): Promise<EmbeddedHandles> {
+  await prepareModels(config); // a missing model fails here with one clear AppError, not inside dependency injection
   const context = await NestFactory.createApplicationContext(embeddedModule(config), { logger: ['error', 'warn'], abortOnError: false });
   context.enableShutdownHooks();
   return handles(context);
@@ -127,8 +130,9 @@ export async function runEmbedded(config?: AppConfig): Promise<void> {
     }
     throw e;
   }
-  const unlock = lockDataDir(cfg.dataDir);
   const started = Date.now();
+  await prepareModelsOrExit(cfg, 'rag');
+  const unlock = lockDataDir(cfg.dataDir);
   const server = await startEmbeddedServer(cfg, process.env.npm_package_version ?? '0.1.0');
   process.stdout.write(
     `\nRAG platform (embedded) ready in ${((Date.now() - started) / 1000).toFixed(1)} s\n` +

@@ -6,6 +6,7 @@ import { Res } from '@nestjs/common';
 import { ConfigError, Logger, loadConfig, metricsRegistry, shutdownTracing, startTracing, type AppConfig } from '@rag/platform';
 import { BUS, type Bus } from '@rag/ports';
 import { CoreModule, type Part } from './core/core.module';
+import { prepareModelsOrExit } from './core/prepare-models';
 import { renderMetrics } from './core/metrics-endpoint';
 import { Public } from './gateway/auth.guard';
 import { configureHttp } from './gateway/http';
@@ -65,6 +66,7 @@ export async function runStandalone(
     }
     throw e;
   }
+  if (parts.includes('embedder') || parts.includes('vectors')) await prepareModelsOrExit(cfg, name);
   const app = await NestFactory.create(
     { module: class StandaloneRoot {}, imports: [CoreModule.forRoot(cfg, parts), ...modules, ServiceHealthModule] },
     { logger: ['error', 'warn'], bodyParser: !opts.gatewayHttp },

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '@rag/platform';
-import { createEmbedder, embeddingSpace, onnxModelNames, storeTimeoutMs } from './factory';
+import { createEmbedder, embeddingSpace, onnxModelNames, prepareModels, storeTimeoutMs } from './factory';
 
 describe('storeTimeoutMs', () => {
   it('keeps store calls inside half of the query deadline, so a hanging store still leaves time to answer degraded', () => {
@@ -51,6 +51,21 @@ describe('embeddingSpace', () => {
     const modelsDir = mkdtempSync(join(tmpdir(), 'rag-no-models-'));
     try {
       await expect(embeddingSpace(loadConfig({ RAG_MODELS_DIR: modelsDir, RAG_MODELS_AUTO_FETCH: 'false' }))).rejects.toThrow(/is not installed.*models:fetch/);
+    } finally {
+      rmSync(modelsDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('prepareModels (start-up check)', () => {
+  it('does nothing without ONNX, and fails with the fetch command before any service is built when a model is missing', async () => {
+    const modelsDir = mkdtempSync(join(tmpdir(), 'rag-no-models-'));
+    try {
+      await expect(prepareModels(loadConfig({ RAG_EMBEDDER: 'hashing', RAG_MODELS_DIR: modelsDir }))).resolves.toBeUndefined();
+      await expect(prepareModels(loadConfig({ RAG_MODELS_DIR: modelsDir, RAG_MODELS_AUTO_FETCH: 'false' }))).rejects.toMatchObject({
+        code: 'unavailable',
+        message: expect.stringMatching(/bge-small-zh-v1\.5" is not installed.*models:fetch/),
+      });
     } finally {
       rmSync(modelsDir, { recursive: true, force: true });
     }

@@ -102,6 +102,16 @@ async function createOnnxEmbedder(config: AppConfig): Promise<Embedder> {
 }
 
 /**
+ * Start-up check before any service is built: with RAG_EMBEDDER=onnx, fetches missing models (when
+ * RAG_MODELS_AUTO_FETCH) and verifies every configured model folder is complete, so a missing model ends the
+ * start with one clear line instead of a dependency-injection stack trace. Throws AppError('unavailable').
+ */
+export async function prepareModels(config: AppConfig): Promise<void> {
+  if (config.RAG_EMBEDDER !== 'onnx') return;
+  await embeddingSpace(config);
+}
+
+/**
  * The model id and dimension of the configured embedder without loading a model: what the vector store and the
  * indexer's model check need in processes that never embed (indexer, retriever). Equal to createEmbedder's
  * embedder.modelId / embedder.dim (tested).
