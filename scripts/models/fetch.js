@@ -289,6 +289,29 @@ function jarUrl(source, version) {
   return `${mavenBase(source)}/${version}/${source.artifactId}-${version}.jar`;
 }
 
+/**
+ * Where the jar sits in the local Maven repository (~/.m2/repository, or RAG_M2_REPO; `off` disables it): shared by
+ * every checkout and by deploy/local/servers.sh, so a second clone (CI) does not download the models again.
+ */
+function localJarPath(source, version) {
+  const repo = process.env.RAG_M2_REPO || path.join(require('node:os').homedir(), '.m2', 'repository');
+  if (repo === 'off') return undefined;
+  return path.join(repo, ...source.groupId.split('.'), source.artifactId, version, `${source.artifactId}-${version}.jar`);
+}
+
+/** Keeps a verified jar in the local Maven repository; best effort (a read-only home only costs a later download). */
+async function keepJar(jar, cached, log) {
+  if (!cached) return;
+  try {
+    await fsp.mkdir(path.dirname(cached), { recursive: true });
+    const part = `${cached}.${process.pid}.part`;
+    await fsp.copyFile(jar, part);
+    await fsp.rename(part, cached);
+  } catch (e) {
+    log.info(`could not keep the jar in ${path.dirname(cached)} (${e.message}); continuing`);
+  }
+}
+
 /** The newest version whose jar exists: `<release>` first, then the listed versions newest first. */
 async function resolveMavenVersion(source, signal) {
   const xml = await httpText(`${mavenBase(source)}/maven-metadata.xml`, { signal });
@@ -356,9 +379,9 @@ function readZip(buf) {
 
 // ---------------------------------------------------------------------------------------------- layout
 
-function sha256File(file) {
+function sha256File(file, algorithm = 'sha256') {
   return new Promise((resolve, reject) => {
-    const h = crypto.createHash('sha256');
+    const h = crypto.createHash(algorithm);
     fs.createReadStream(file)
       .on('data', (d) => h.update(d))
       .on('error', reject)
@@ -432,10 +455,17 @@ async function stageFromMaven(spec, stage, version, log, signal) {
   if (!/^[0-9a-f]{40}$/.test(want)) throw new Error(`${url}.sha1: not a SHA-1 (${want.slice(0, 60)})`);
   log.info(`${spec.name} <- ${source.groupId}:${source.artifactId}:${v}`);
   const jar = path.join(stage, '.download.jar.part');
+  const cached = localJarPath(source, v);
   try {
-    const got = await download(url, jar, log, `${source.artifactId}-${v}.jar`, signal);
-    if (got.sha1 !== want) throw new Error(`${url}: SHA-1 ${got.sha1} does not match published ${want}`);
-    log.info(`${spec.name}: SHA-1 verified (${want})`);
+    if (cached && fs.existsSync(cached) && (await sha256File(cached, 'sha1')) === want) {
+      await fsp.copyFile(cached, jar);
+      log.info(`${spec.name}: jar from the local Maven repository ${cached} (SHA-1 verified, ${want})`);
+    } else {
+      const got = await download(url, jar, log, `${source.artifactId}-${v}.jar`, signal);
+      if (got.sha1 !== want) throw new Error(`${url}: SHA-1 ${got.sha1} does not match published ${want}`);
+      log.info(`${spec.name}: SHA-1 verified (${want})`);
+      await keepJar(jar, cached, log);
+    }
     const entries = readZip(await fsp.readFile(jar));
     const names = [...entries.keys()].filter((n) => !n.includes('/'));
     const onnxName = names.find((n) => n.endsWith('.onnx'));

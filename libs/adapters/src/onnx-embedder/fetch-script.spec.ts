@@ -49,9 +49,12 @@ async function site(): Promise<Site> {
   };
 }
 
+// Each test gets its own local Maven repository, so tests never read or write ~/.m2.
+let m2Repo = '';
+
 function run(args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolvePromise) => {
-    execFile(process.execPath, [SCRIPT, ...args], { env: { ...process.env, ...env }, timeout: 60_000 }, (err, stdout, stderr) => {
+    execFile(process.execPath, [SCRIPT, ...args], { env: { ...process.env, RAG_M2_REPO: m2Repo, ...env }, timeout: 60_000 }, (err, stdout, stderr) => {
       const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : 1) : 0;
       resolvePromise({ code, stdout, stderr });
     });
@@ -69,11 +72,13 @@ describe('scripts/models/fetch.js', () => {
   let s: Site;
   beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), 'rag-fetch-'));
+    m2Repo = mkdtempSync(join(tmpdir(), 'rag-fetch-m2-'));
     s = await site();
   });
   afterEach(async () => {
     await s.close();
     rmSync(dir, { recursive: true, force: true });
+    rmSync(m2Repo, { recursive: true, force: true });
   });
 
   async function publishJar(artifact: string, version: string, entries: Record<string, string>, badSha1 = false): Promise<Buffer> {
@@ -138,6 +143,27 @@ describe('scripts/models/fetch.js', () => {
     const third = await run(['bge-small-zh-v1.5-q', '--dir', dir], env);
     expect(third.stderr).toMatch(/refetching \(onnx\/model_quantized.onnx sha256 mismatch\)/);
     expect(readFileSync(join(m, 'onnx', 'model_quantized.onnx'), 'utf8')).toBe('ONNX-BYTES');
+
+    // The verified jar was kept in the local Maven repository: another folder (a second clone) gets it from there.
+    const kept = join(m2Repo, 'dev', 'langchain4j', 'langchain4j-embeddings-bge-small-zh-v15-q', '1.2.3-beta4', 'langchain4j-embeddings-bge-small-zh-v15-q-1.2.3-beta4.jar');
+    expect(readFileSync(kept)).toEqual(jar);
+    const other = mkdtempSync(join(tmpdir(), 'rag-fetch-other-'));
+    try {
+      const gets = jarHits();
+      const fourth = await run(['bge-small-zh-v1.5-q', '--dir', other], env);
+      expect(fourth.code, fourth.stderr).toBe(0);
+      expect(fourth.stderr).toMatch(/jar from the local Maven repository .*SHA-1 verified/);
+      expect(jarHits()).toBe(gets);
+      expect(readFileSync(join(other, 'bge-small-zh-v1.5-q', 'onnx', 'model_quantized.onnx'), 'utf8')).toBe('ONNX-BYTES');
+      // A damaged cached jar fails the SHA-1 check and is downloaded again.
+      writeFileSync(kept, 'not a jar');
+      const fifth = await run(['bge-small-zh-v1.5-q', '--dir', other, '--force'], env);
+      expect(fifth.code, fifth.stderr).toBe(0);
+      expect(jarHits()).toBe(gets + 1);
+      expect(readFileSync(kept)).toEqual(jar);
+    } finally {
+      rmSync(other, { recursive: true, force: true });
+    }
   });
 
   it('refuses a jar whose SHA-1 does not match the published one', async () => {
@@ -185,7 +211,9 @@ describe('scripts/models/fetch.js', () => {
       'bge-small-zh-v1.5-q-tokenizer.json': TOKENIZER,
     });
     const saved = process.env.RAG_MAVEN_REPO;
-    process.env.RAG_MAVEN_REPO = s.url; // the fetch child inherits it
+    const savedM2 = process.env.RAG_M2_REPO;
+    process.env.RAG_MAVEN_REPO = s.url; // the fetch child inherits both
+    process.env.RAG_M2_REPO = m2Repo;
     try {
       expect(modelInstalled(dir, 'bge-small-zh-v1.5-q')).toBe(false);
       await fetchMissingModels(dir, ['bge-small-zh-v1.5-q']);
@@ -199,6 +227,8 @@ describe('scripts/models/fetch.js', () => {
     } finally {
       if (saved === undefined) delete process.env.RAG_MAVEN_REPO;
       else process.env.RAG_MAVEN_REPO = saved;
+      if (savedM2 === undefined) delete process.env.RAG_M2_REPO;
+      else process.env.RAG_M2_REPO = savedM2;
     }
   });
 });
