@@ -33,6 +33,7 @@ export function createBus(config: AppConfig): Bus {
         partitions: config.RAG_BUS_PARTITIONS,
         maxAttempts: config.RAG_BUS_MAX_ATTEMPTS,
         retryBaseMs: config.RAG_BUS_RETRY_BASE_MS,
+        transientRetryMs: config.RAG_BUS_TRANSIENT_RETRY_S * 1000,
         synchronous: config.RAG_SQLITE_SYNCHRONOUS,
       });
     case 'kafka':

@@ -18,6 +18,14 @@ describe('SqliteLogBus', () => {
   const open = (extra: Partial<ConstructorParameters<typeof SqliteLogBus>[0]> = {}) =>
     new SqliteLogBus({ path: join(dir, 'bus.db'), partitions: 4, retryBaseMs: 1, pollMs: 20, logger: new Logger('t'), ...extra });
 
+  /** One consumer group on rag.documents.v1 whose handler counts its calls; returns the running count. */
+  const countingConsumer = async (bus: SqliteLogBus, stage: string, fail: (call: number) => void) => {
+    const state = { calls: 0 };
+    await bus.subscribe({ group: 'g', topic: Topic.Documents, stage, handler: async () => fail(++state.calls) });
+    await bus.start();
+    return state;
+  };
+
   it('keeps per-key order and delivers every message to every group', async () => {
     const bus = open();
     const seen: Record<string, Record<string, number[]>> = { a: {}, b: {} };
@@ -76,28 +84,48 @@ describe('SqliteLogBus', () => {
     expect(dlq[0]!.headers[DLQ_HEADERS.reason]).toBe('boom');
     expect(dlq[0]!.headers[DLQ_HEADERS.stage]).toBe('chunker');
     expect(dlq[0]!.headers[DLQ_HEADERS.originalTopic]).toBe(Topic.Documents);
+    expect(dlq[0]!.headers[DLQ_HEADERS.attempts]).toBe('3');
     expect(dlq.map((d) => d.value)).toEqual([{ x: 1 }, { x: 2 }]);
     await bus.close();
   });
 
   it('sends a non-retryable failure to the DLQ at once', async () => {
     const bus = open({ maxAttempts: 5 });
-    let calls = 0;
-    await bus.subscribe({
-      group: 'g',
-      topic: Topic.Documents,
-      stage: 'chunker',
-      handler: async () => {
-        calls++;
-        throw new NonRetryableError('invalid payload: document_id is required');
-      },
+    const c = await countingConsumer(bus, 'chunker', () => {
+      throw new NonRetryableError('invalid payload: document_id is required');
     });
-    await bus.start();
     await bus.publish(Topic.Documents, [{ key: 'k', value: {} }]);
     await bus.drain(10_000);
-    expect(calls).toBe(1);
+    expect(c.calls).toBe(1);
     expect(bus.deadLetters()[0]!.headers[DLQ_HEADERS.reason]).toContain('document_id is required');
+    expect(bus.deadLetters()[0]!.headers[DLQ_HEADERS.attempts]).toBe('1'); // what really happened, not maxAttempts
     await bus.close();
+  });
+
+  it('holds a message through a transient store outage instead of dead-lettering it (same policy as Kafka)', async () => {
+    const bus = open({ maxAttempts: 2, retryBaseMs: 5, retryMaxMs: 5, transientRetryMs: 60_000 });
+    // Down for 6 deliveries — three times maxAttempts — then back.
+    const c = await countingConsumer(bus, 'indexer', (call) => {
+      if (call <= 6) throw Object.assign(new Error('opensearch unavailable'), { code: 'unavailable' });
+    });
+    await bus.publish(Topic.Documents, [{ key: 'k', value: {} }]);
+    await bus.drain(10_000);
+    expect(c.calls).toBe(7);
+    expect(bus.deadLetters()).toEqual([]);
+    await bus.close();
+  });
+
+  it('stops retrying at once when closed and leaves the message for redelivery', async () => {
+    const bus = open({ maxAttempts: 5, retryBaseMs: 60_000, retryMaxMs: 60_000 });
+    const c = await countingConsumer(bus, 'chunker', () => {
+      throw new Error('boom');
+    });
+    await bus.publish(Topic.Documents, [{ key: 'k', value: {} }]);
+    await vi.waitFor(() => expect(c.calls).toBe(1));
+    const t0 = Date.now();
+    await bus.close(); // the 60 s backoff must not hold the close
+    expect(Date.now() - t0).toBeLessThan(5_000);
+    expect(c.calls).toBe(1);
   });
 
   it('redelivers uncommitted messages after a restart and never loses accepted ones', async () => {

@@ -2,8 +2,8 @@ import { EventEmitter } from 'node:events';
 import Database from 'better-sqlite3';
 import { DLQ_HEADERS, Topic } from '@rag/contracts';
 import { Logger, metrics, traceHeaders } from '@rag/platform';
-import { NonRetryableError } from '@rag/ports';
-import type { Bus, BusMessage, Headers, OutgoingMessage, SubscribeOptions } from '@rag/ports';
+import type { Bus, Headers, OutgoingMessage, SubscribeOptions } from '@rag/ports';
+import { deliverWithRetries } from '../bus-delivery';
 import { openSqlite } from '../sqlite/open-sqlite';
 
 export interface LogBusOptions {
@@ -14,6 +14,8 @@ export interface LogBusOptions {
   maxAttempts?: number;
   retryBaseMs?: number;
   retryMaxMs?: number;
+  /** How long a transient failure (a store down or past its deadline) is retried before the DLQ; 0 = like any failure. */
+  transientRetryMs?: number;
   /** How often idle consumers look for messages published by other processes. */
   pollMs?: number;
   logger?: Logger;
@@ -39,8 +41,9 @@ interface Consumer extends SubscribeOptions {
  * - A key always maps to the same partition and each group consumes a partition sequentially: per-key order.
  * - A group's offset is committed only after its handler resolved (the effect is durable): at-least-once,
  *   and a crash or restart resumes from the last committed offset, so nothing accepted is lost.
- * - A failing message is retried with exponential backoff up to `maxAttempts`, then written to `rag.dlq.v1`
- *   with the reason, stage, original topic and attempts in headers, and the partition moves on.
+ * - A failing message is retried by the same policy as the Kafka bus (deliverWithRetries): exponential backoff up
+ *   to `maxAttempts`, a transient store outage held for `transientRetryMs`, a NonRetryableError at once; then it is
+ *   written to `rag.dlq.v1` with the reason, stage, original topic and attempts in headers, and the partition moves on.
  *
  * Written here rather than taken from a library because no maintained npm package offers a durable,
  * partitioned, consumer-group log inside one process; Kafka itself is the distributed-mode adapter.
@@ -51,6 +54,7 @@ export class SqliteLogBus implements Bus {
   private readonly maxAttempts: number;
   private readonly retryBaseMs: number;
   private readonly retryMaxMs: number;
+  private readonly transientRetryMs: number;
   private readonly pollMs: number;
   private readonly log: Logger;
   private readonly consumers: Consumer[] = [];
@@ -79,6 +83,7 @@ export class SqliteLogBus implements Bus {
     this.maxAttempts = opts.maxAttempts ?? 5;
     this.retryBaseMs = opts.retryBaseMs ?? 200;
     this.retryMaxMs = opts.retryMaxMs ?? 10_000;
+    this.transientRetryMs = opts.transientRetryMs ?? 0;
     this.pollMs = opts.pollMs ?? 250;
     this.log = opts.logger ?? new Logger('bus');
     this.wake.setMaxListeners(0);
@@ -151,6 +156,19 @@ export class SqliteLogBus implements Bus {
     );
   }
 
+  /** A retry pause that ends early when the bus closes. */
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(t);
+        this.wake.off('close', done);
+        resolve();
+      };
+      const t = setTimeout(done, ms);
+      this.wake.once('close', done);
+    });
+  }
+
   private waitForWake(topic: Topic): Promise<void> {
     return new Promise((resolve) => {
       const done = () => {
@@ -198,25 +216,20 @@ export class SqliteLogBus implements Bus {
       value = row.value;
     }
     const headers = JSON.parse(row.headers) as Headers;
-    let lastError = 'unknown error';
-    for (let attempt = 1; attempt <= this.maxAttempts; attempt++) {
-      const msg: BusMessage = { topic: c.topic, partition, offset: row.offset, key: row.key, value, headers, attempt };
-      try {
-        await c.handler(msg);
-        return;
-      } catch (e) {
-        lastError = e instanceof Error ? e.message : String(e);
-        if (e instanceof NonRetryableError || this.closed) {
-          if (this.closed) throw e;
-          break;
-        }
-        if (attempt < this.maxAttempts) {
-          const delay = Math.min(this.retryMaxMs, this.retryBaseMs * 2 ** (attempt - 1));
-          this.log.warn('handler failed, retrying', { stage: c.stage, topic: c.topic, key: row.key, attempt, delay_ms: delay, error: lastError });
-          await new Promise((r) => setTimeout(r, delay));
-        }
-      }
-    }
+    const outcome = await deliverWithRetries(
+      c.handler,
+      { topic: c.topic, partition, offset: row.offset, key: row.key, value, headers },
+      { maxAttempts: this.maxAttempts, retryBaseMs: this.retryBaseMs, retryMaxMs: this.retryMaxMs, transientRetryMs: this.transientRetryMs },
+      {
+        sleep: (ms) => this.sleep(ms),
+        isClosing: () => this.closed,
+        onRetry: (attempt, delay, error) => this.log.warn('handler failed, retrying', { stage: c.stage, topic: c.topic, key: row.key, attempt, delay_ms: delay, error }),
+      },
+    );
+    if (outcome.kind === 'done') return;
+    // Closing: neither commit nor dead-letter; the message is delivered again after a restart (at-least-once).
+    if (outcome.kind === 'aborted') throw new Error('bus closing; message left for redelivery');
+    const lastError = outcome.reason;
     this.log.error('message sent to the dead-letter topic', { stage: c.stage, topic: c.topic, key: row.key, error: lastError });
     await this.publish(Topic.Dlq, [
       {
@@ -227,7 +240,7 @@ export class SqliteLogBus implements Bus {
           [DLQ_HEADERS.reason]: lastError.slice(0, 2000),
           [DLQ_HEADERS.stage]: c.stage,
           [DLQ_HEADERS.originalTopic]: c.topic,
-          [DLQ_HEADERS.attempts]: String(this.maxAttempts),
+          [DLQ_HEADERS.attempts]: String(outcome.attempts),
         },
       },
     ]);
