@@ -32,7 +32,7 @@ export interface RrfOptions {
 export function reciprocalRankFusion(lists: readonly RrfList[], opts: RrfOptions = {}): FusedHit[] {
   const k = opts.k ?? 60;
   if (!(k >= 0) || !Number.isFinite(k)) throw new RangeError(`RRF k must be a finite number >= 0, got ${k}`);
-  const fused = new Map<string, { id: string; score: number; ranks: Record<string, number>; bestRank: number }>();
+  const fused = new Map<string, FusionEntry>();
   for (const list of lists) {
     const weight = list.weight ?? 1;
     if (!(weight >= 0) || !Number.isFinite(weight)) throw new RangeError(`RRF weight of list "${list.name}" must be a finite number >= 0`);
@@ -54,9 +54,20 @@ export function reciprocalRankFusion(lists: readonly RrfList[], opts: RrfOptions
       entry.bestRank = Math.min(entry.bestRank, rank);
     }
   }
-  const out = [...fused.values()].sort(
-    (a, b) => b.score - a.score || a.bestRank - b.bestRank || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0),
-  );
-  const limited = opts.limit !== undefined ? out.slice(0, Math.max(0, opts.limit)) : out;
+  return orderFused(fused.values(), opts.limit);
+}
+
+/** A fused candidate while lists are being merged: its score so far, its rank per list and its best rank. */
+export interface FusionEntry extends FusedHit {
+  bestRank: number;
+}
+
+/**
+ * The fusions' common ordering: higher score, then better (smaller) best rank over all lists, then id — so equal
+ * scores never depend on insertion order — cut to `limit` when given.
+ */
+export function orderFused(entries: Iterable<FusionEntry>, limit?: number): FusedHit[] {
+  const out = [...entries].sort((a, b) => b.score - a.score || a.bestRank - b.bestRank || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  const limited = limit !== undefined ? out.slice(0, Math.max(0, limit)) : out;
   return limited.map(({ id, score, ranks }) => ({ id, score, ranks }));
 }

@@ -1,4 +1,4 @@
-import type { FusedHit, RrfList } from './rrf';
+import { orderFused, type FusedHit, type FusionEntry, type RrfList } from './rrf';
 
 export type ScoreNormalization = 'zscore' | 'minmax';
 
@@ -34,7 +34,7 @@ export function scoreFusion(lists: readonly RrfList[], opts: ScoreFusionOptions 
   const total = live.reduce((s, l) => s + (l.weight ?? 1), 0);
   const weightOf = (l: RrfList) => (total > 0 ? (l.weight ?? 1) / total : 1 / live.length);
 
-  const fused = new Map<string, { id: string; score: number; ranks: Record<string, number>; bestRank: number }>();
+  const fused = new Map<string, FusionEntry>();
   const normalised = live.map((l) => {
     const firsts = new Map<string, { score: number; rank: number }>();
     for (const h of l.hits) if (!firsts.has(h.id)) firsts.set(h.id, { score: h.score, rank: firsts.size + 1 });
@@ -56,9 +56,7 @@ export function scoreFusion(lists: readonly RrfList[], opts: ScoreFusionOptions 
       e.score += weightOf(n.list) * (x ? n.norm(x.score) : n.floor);
     }
   }
-  const out = [...fused.values()].sort((a, b) => b.score - a.score || a.bestRank - b.bestRank || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-  const limited = opts.limit !== undefined ? out.slice(0, Math.max(0, opts.limit)) : out;
-  return limited.map(({ id, score, ranks }) => ({ id, score, ranks }));
+  return orderFused(fused.values(), opts.limit);
 }
 
 function normaliser(scores: number[], how: ScoreNormalization): (s: number) => number {
