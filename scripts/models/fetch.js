@@ -23,6 +23,7 @@
  */
 const fs = require('node:fs');
 const fsp = require('node:fs/promises');
+const os = require('node:os');
 const path = require('node:path');
 const crypto = require('node:crypto');
 const zlib = require('node:zlib');
@@ -294,7 +295,7 @@ function jarUrl(source, version) {
  * every checkout and by deploy/local/servers.sh, so a second clone (CI) does not download the models again.
  */
 function localJarPath(source, version) {
-  const repo = process.env.RAG_M2_REPO || path.join(require('node:os').homedir(), '.m2', 'repository');
+  const repo = process.env.RAG_M2_REPO || path.join(os.homedir(), '.m2', 'repository');
   if (repo === 'off') return undefined;
   return path.join(repo, ...source.groupId.split('.'), source.artifactId, version, `${source.artifactId}-${version}.jar`);
 }

@@ -2,10 +2,11 @@ import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { AppError, Logger } from '@rag/platform';
+import { findModelFolderName } from './transformers-runtime';
 
 /** True when `<modelsDir>/<name>` (or its lower-case spelling) holds a model folder with a config.json. */
 export function modelInstalled(modelsDir: string, name: string): boolean {
-  return [name, name.toLowerCase()].some((n) => existsSync(join(resolve(modelsDir), n, 'config.json')));
+  return findModelFolderName(modelsDir, name) !== undefined;
 }
 
 /** scripts/models/fetch.js of this checkout or image, found by walking up from the running code (src/ or dist/). */

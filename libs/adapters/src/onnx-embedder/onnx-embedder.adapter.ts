@@ -33,6 +33,12 @@ export interface OnnxEmbedderOptions {
   logger?: Logger;
 }
 
+/** Model id and dimension of a located folder: the manifest's, else the folder name and the config's width. */
+const spaceOf = (folder: ModelFolder): { modelId: string; dim: number } => ({
+  modelId: `onnx:${folder.manifest?.name ?? folder.folderName}`,
+  dim: folder.manifest?.dim ?? folder.config.hidden_size ?? 0,
+});
+
 const FETCH_HINT = 'Run `npm run models:fetch -- <name>` (or `node scripts/models/fetch.js <name> --dir <modelsDir>`) first.';
 
 /**
@@ -77,8 +83,7 @@ export class OnnxEmbedder implements Embedder {
    * the model (for processes that only store or search its vectors).
    */
   static space(modelsDir: string, name: string): { modelId: string; dim: number } {
-    const folder = locateModelFolder(modelsDir, name, 'Embedding model', FETCH_HINT);
-    return { modelId: `onnx:${folder.manifest?.name ?? folder.folderName}`, dim: folder.manifest?.dim ?? folder.config.hidden_size ?? 0 };
+    return spaceOf(locateModelFolder(modelsDir, name, 'Embedding model', FETCH_HINT));
   }
 
   /**
@@ -117,7 +122,7 @@ export class OnnxEmbedder implements Embedder {
     const maxLength = Math.min(options.maxLength ?? m?.maxLength ?? 512, tokMax, folder.config.max_position_embeddings ?? Infinity);
     const name = m?.name ?? folder.folderName;
     const embedder = new OnnxEmbedder(name, tokenizer, model, {
-      dim: OnnxEmbedder.space(options.modelsDir, options.name).dim,
+      dim: spaceOf(folder).dim,
       pooling,
       normalize: m?.normalize ?? true,
       queryPrefix: options.queryPrefix ?? m?.queryPrefix ?? '',

@@ -60,6 +60,12 @@ export interface ModelFolder {
   dtype: ModelManifest['dtype'];
 }
 
+/** The folder of `name` in `modelsDir` holding a config.json (as given, then lower-cased), if any. */
+export function findModelFolderName(modelsDir: string, name: string): string | undefined {
+  const dir = resolve(modelsDir);
+  return [...new Set([name, name.toLowerCase()])].find((c) => existsSync(join(dir, c, 'config.json')));
+}
+
 /**
  * Finds `<modelsDir>/<name>` (as given, then lower-cased: config says `all-MiniLM-L6-v2`, the fetch
  * script writes `all-minilm-l6-v2`) and reads its manifest and config. Throws a clear `unavailable`
@@ -67,8 +73,7 @@ export interface ModelFolder {
  */
 export function locateModelFolder(modelsDir: string, name: string, what: string, fetchHint: string): ModelFolder {
   const dir = resolve(modelsDir);
-  const candidates = [...new Set([name, name.toLowerCase()])];
-  const folderName = candidates.find((c) => existsSync(join(dir, c, 'config.json')));
+  const folderName = findModelFolderName(dir, name);
   if (!folderName) {
     throw new AppError(
       'unavailable',
