@@ -2,7 +2,8 @@ import { AppError } from '@rag/platform';
 import { NonRetryableError } from '@rag/ports';
 import type { BusMessage } from '@rag/ports';
 import { Topic } from '@rag/contracts';
-import { backoffMs, decodeHeaders, decodeValue, deliverWithRetries, nextOffset, partitionLag } from './delivery';
+import { backoffMs, deliverWithRetries } from '../bus-delivery';
+import { decodeHeaders, decodeValue, nextOffset, partitionLag } from './delivery';
 
 const base: Omit<BusMessage, 'attempt'> = { topic: Topic.Chunks, partition: 0, offset: 7, key: 'doc', value: { a: 1 }, headers: {} };
 const policy = { maxAttempts: 4, retryBaseMs: 100, retryMaxMs: 250 };

@@ -1,5 +1,3 @@
-export * from '../bus-delivery/deliver-with-retries';
-
 /** Kafka header values (Buffer, string or arrays of them) as plain strings; the last value wins for repeated headers. */
 export function decodeHeaders(headers: Record<string, Buffer | string | (Buffer | string)[] | undefined> | undefined): Record<string, string> {
   const out: Record<string, string> = {};

@@ -14,7 +14,8 @@ import {
 import { ALL_TOPICS, DLQ_HEADERS, Topic } from '@rag/contracts';
 import { Logger, metrics, traceHeaders } from '@rag/platform';
 import type { Bus, OutgoingMessage, SubscribeOptions } from '@rag/ports';
-import { decodeHeaders, decodeValue, deliverWithRetries, nextOffset, partitionLag, type DeliveryOutcome, type BusRetryPolicy } from './delivery';
+import { deliverWithRetries, type BusRetryPolicy, type DeliveryOutcome } from '../bus-delivery';
+import { decodeHeaders, decodeValue, nextOffset, partitionLag } from './delivery';
 
 /** The parts of kafkajs the bus uses (a kafkajs `Kafka` instance satisfies it; tests may pass an in-memory fake). */
 export type KafkaProducerLike = Pick<Producer, 'connect' | 'disconnect' | 'send'>;

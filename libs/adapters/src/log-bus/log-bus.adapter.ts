@@ -156,30 +156,16 @@ export class SqliteLogBus implements Bus {
     );
   }
 
-  /** A retry pause that ends early when the bus closes. */
-  private sleep(ms: number): Promise<void> {
+  /** Resolves after `ms`, or earlier on any of `events` (a new message on a topic, the bus closing). */
+  private waitFor(ms: number, events: string[]): Promise<void> {
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(t);
-        this.wake.off('close', done);
+        for (const e of events) this.wake.off(e, done);
         resolve();
       };
       const t = setTimeout(done, ms);
-      this.wake.once('close', done);
-    });
-  }
-
-  private waitForWake(topic: Topic): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(t);
-        this.wake.off(topic, done);
-        this.wake.off('close', done);
-        resolve();
-      };
-      const t = setTimeout(done, this.pollMs * 4);
-      this.wake.once(topic, done);
-      this.wake.once('close', done);
+      for (const e of events) this.wake.once(e, done);
     });
   }
 
@@ -192,7 +178,7 @@ export class SqliteLogBus implements Bus {
     while (!this.closed) {
       const rows = next.all(c.topic, partition, this.committed(c.group, c.topic, partition)) as Row[];
       if (rows.length === 0) {
-        await this.waitForWake(c.topic);
+        await this.waitFor(this.pollMs * 4, [c.topic, 'close']);
         continue;
       }
       for (const row of rows) {
@@ -221,7 +207,7 @@ export class SqliteLogBus implements Bus {
       { topic: c.topic, partition, offset: row.offset, key: row.key, value, headers },
       { maxAttempts: this.maxAttempts, retryBaseMs: this.retryBaseMs, retryMaxMs: this.retryMaxMs, transientRetryMs: this.transientRetryMs },
       {
-        sleep: (ms) => this.sleep(ms),
+        sleep: (ms) => this.waitFor(ms, ['close']), // a retry pause ends when the bus closes
         isClosing: () => this.closed,
         onRetry: (attempt, delay, error) => this.log.warn('handler failed, retrying', { stage: c.stage, topic: c.topic, key: row.key, attempt, delay_ms: delay, error }),
       },
