@@ -1,4 +1,5 @@
-import { EmbeddedChunksEventSchema } from '@rag/contracts';
+import { createHash } from 'node:crypto';
+import { chunkId, EmbeddedChunksEventSchema, parseChunkId, type Chunk, type EmbeddedDocument } from '@rag/contracts';
 import { inStage, Logger, setSpanAttributes } from '@rag/platform';
 import { NonRetryableError } from '@rag/ports';
 import type { Bus, BusMessage, KeywordIndex, Registry, VectorRecord, VectorStore } from '@rag/ports';
@@ -8,7 +9,11 @@ import { parseMessage } from './validate';
 /**
  * Writes a document's chunks to the vector store and the keyword index, idempotently:
  * - a version older than the latest accepted one is stale and skipped (a late update never resurrects a delete);
- * - the same content hash as the active version is a no-op;
+ * - the same content hash as the active version is a no-op only when the chunks the stores hold for the active
+ *   version also carry the same attributes (acl, title, metadata, source url, headings, parent links): a changed ACL,
+ *   title or metadata with an unchanged body is indexed as the new version like any other change, so every store
+ *   (dense and keyword, embedded or Milvus/OpenSearch/Elasticsearch) gets it through the one version-switch path.
+ *   No model runs again for that: the vectors come with the event (the embedder's cache answers identical texts);
  * - a changed document is written as the new version first, then the registry switches the active version
  *   (queries fence on it, so they never see a mix), then the older versions are deleted;
  * - a redelivered message rewrites the same chunk ids (upsert), so nothing is duplicated.
@@ -51,7 +56,9 @@ export class IndexerStage {
     if (doc.model !== this.modelId) {
       throw new NonRetryableError(`chunks were embedded with model ${doc.model} but this index serves ${this.modelId}`);
     }
-    if (record && record.active_version > 0 && record.content_hash === doc.content_hash && record.active_version !== version) {
+    // The active record when this version's body equals the active version's (the attributes are checked next).
+    const sameBody = record && record.active_version > 0 && record.content_hash === doc.content_hash && record.active_version !== version ? record : null;
+    if (sameBody && (await this.activeChunksMatch(doc, sameBody.active_version))) {
       await this.registry.markUnchanged(doc.document_id, version);
       await publishStatus(this.bus, {
         document_id: doc.document_id,
@@ -60,9 +67,12 @@ export class IndexerStage {
         status: 'unchanged',
         stage: 'indexer',
         content_hash: doc.content_hash,
-        chunks: record.chunks,
+        chunks: sameBody.chunks,
       });
       return;
+    }
+    if (sameBody) {
+      this.log.info('same content with changed attributes: indexing the new version', { document_id: documentId, version, active: sameBody.active_version });
     }
     const byId = new Map(doc.chunks.map((c) => [c.chunk_id, c]));
     const records: VectorRecord[] = doc.vectors.map((v) => {
@@ -104,4 +114,46 @@ export class IndexerStage {
       chunks: children,
     });
   }
+
+  /**
+   * Whether the chunks the keyword index holds for the active version are, version aside, exactly the new version's
+   * (one `getChunks` by id, only for a version whose body hash equals the active one's). The keyword index keeps
+   * every chunk whole (children and parents) and is written together with the vector store from the same event, so
+   * it stands for both. The id of one ordinal past the new chunks is asked too (ordinals are one contiguous sequence),
+   * so an active version with more chunks (e.g. another chunk size since) does not pass for the same one. A store
+   * that lost the active chunks makes this false, and the re-index heals it.
+   */
+  private async activeChunksMatch(doc: EmbeddedDocument, activeVersion: number): Promise<boolean> {
+    const ids = doc.chunks.map((c) => chunkId(doc.document_id, activeVersion, c.ordinal));
+    ids.push(chunkId(doc.document_id, activeVersion, doc.chunks.length));
+    const stored = await this.keywords.getChunks(ids);
+    return stored.length === doc.chunks.length && chunksFingerprint(stored) === chunksFingerprint(doc.chunks);
+  }
+}
+
+/**
+ * sha256 of everything a version's chunks expose to search and answers, with the version taken out (chunk and parent
+ * ids reduced to ordinals): two versions with the same fingerprint are interchangeable in every store. Metadata keys
+ * and ACL entries are sorted (an ACL is a set; metadata key order means nothing), so re-sending the same attributes in
+ * another order stays a no-op. Rows are built with a fixed key order, so plain JSON.stringify is a stable form.
+ */
+export function chunksFingerprint(chunks: readonly Chunk[]): string {
+  const rows = [...chunks]
+    .sort((a, b) => a.ordinal - b.ordinal)
+    .map((c) => ({
+      ordinal: c.ordinal,
+      kind: c.kind,
+      parent: c.parent_id === null ? null : (parseChunkId(c.parent_id)?.ordinal ?? c.parent_id),
+      document_id: c.document_id,
+      tenant: c.tenant,
+      acl: [...new Set(c.acl)].sort(),
+      title: c.title,
+      heading_path: c.heading_path,
+      source_url: c.source_url ?? null,
+      // Metadata values are flat (string, number, boolean, string[]), so sorting the keys is all a stable form needs.
+      metadata: Object.entries(c.metadata).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
+      text: c.text,
+      token_count: c.token_count,
+    }));
+  return createHash('sha256').update(JSON.stringify(rows), 'utf8').digest('hex');
 }
