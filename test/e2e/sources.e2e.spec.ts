@@ -4,7 +4,7 @@
  * store; a delete missed by webhooks → pruned by reconciliation; bad signature / replay / malformed → 4xx and
  * nothing queued; duplicates processed once (also across a restart); a late update never resurrects a page.
  */
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -61,7 +61,7 @@ describe('sources: Confluence and Notion (embedded, fake SaaS servers)', () => {
     const res = await fetch(srv.url + path, { method, headers: { 'content-type': 'application/json' }, ...(body ? { body: JSON.stringify(body) } : {}) });
     return { status: res.status, body: (await res.json()) as T };
   };
-  const doc = (id: string) => call<{ status: string; version: number; title: string; error?: string }>('GET', `/v1/documents/${encodeURIComponent(id)}`);
+  const doc = (id: string) => call<{ status: string; version: number; title: string; acl: string[]; error?: string }>('GET', `/v1/documents/${encodeURIComponent(id)}`);
   const until = async <T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> => {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
@@ -264,6 +264,77 @@ describe('sources: Confluence and Notion (embedded, fake SaaS servers)', () => {
     expect(await hits(['group:hr'])).toContain(id);
     expect(await hits(['user:557058:aa'])).toContain(id);
     expect(await hits(['group:eng'])).not.toContain(id);
+    // the registry view shows the ACL the connector computed from the restrictions (it showed [])
+    expect((await doc(id)).body.acl).toEqual(['group:hr', 'user:557058:aa']);
+  });
+
+  it('a read restriction added without a content change re-queues the page with the new ACL', async () => {
+    const page = confluence.putPage({ spaceKey: 'ENG', title: 'Reorg plan', storage: '<p>The reorg plan merges the platform and tooling teams in May.</p>' });
+    const id = `confluence:${SITE}:${page.id}`;
+    expect((await postConfluenceWebhook(webhookUrl('confluence'), CONFLUENCE_SECRET, confluence.webhookPayload('page_created', page))).body.status).toBe('queued');
+    const before = await settled(id, 'indexed');
+    expect((await doc(id)).body.acl).toEqual(['*']);
+
+    confluence.restrict(page.id, { readGroups: ['leads'] }); // no new page version
+    const r = await postConfluenceWebhook(webhookUrl('confluence'), CONFLUENCE_SECRET, confluence.webhookPayload('content_permissions_updated', page));
+    expect(r).toMatchObject({ status: 200, body: { status: 'queued', document_id: id, version: before.version + 1 } });
+    expect((await doc(id)).body.acl).toEqual(['group:leads']);
+    await until('the re-queued version settled', async () => {
+      const d = (await doc(id)).body;
+      return d.version === before.version + 1 && !['queued', 'processing'].includes(d.status) && d;
+    });
+    expect((await doc(id)).body.acl).toEqual(['group:leads']);
+    // and the stores enforce it (the indexer re-indexes an ACL-only change; see indexer.stage.ts)
+    const keywords = srv.context.get<KeywordIndex>(KEYWORD_INDEX, { strict: false });
+    const hits = async (principals: string[]) =>
+      (await keywords.search({ query: 'reorg plan merges platform tooling', k: 10, scope: { tenant: 'default', principals } })).map((h) => h.document_id);
+    expect(await hits(['group:leads'])).toContain(id);
+    expect(await hits(['group:eng'])).not.toContain(id);
+  });
+
+  it("the URL's ?event= cannot turn a signed update into a delete (nor into a second queued change)", async () => {
+    const page = confluence.putPage({ spaceKey: 'ENG', title: 'Incident runbook', storage: '<p>Page the on-call engineer through the incident bridge.</p>' });
+    const id = `confluence:${SITE}:${page.id}`;
+    expect((await postConfluenceWebhook(webhookUrl('confluence'), CONFLUENCE_SECRET, confluence.webhookPayload('page_created', page))).body.status).toBe('queued');
+    await settled(id, 'indexed');
+    const edited = confluence.putPage({ id: page.id, spaceKey: 'ENG', title: page.title, storage: '<p>Page the on-call engineer through the escalation hotline.</p>' });
+    // Cloud webhooks registered per event name it only in the URL; the body is signed, the URL is not
+    const { event: _e, ...unnamed } = confluence.webhookPayload('page_updated', edited);
+    const forged = await postConfluenceWebhook(`${webhookUrl('confluence')}?event=page_removed`, CONFLUENCE_SECRET, unnamed);
+    expect(forged.status).toBe(200);
+    expect(forged.body).not.toMatchObject({ op: 'delete' });
+    const real = await postConfluenceWebhook(`${webhookUrl('confluence')}?event=page_updated`, CONFLUENCE_SECRET, unnamed);
+    expect(real.body.status).toBe('duplicate');
+    await srv.bus.drain(10_000);
+    expect((await doc(id)).body.status).toBe('indexed');
+    expect(await retrieveIds('on-call escalation hotline', 'keyword')).toContain(id);
+  });
+
+  it('a replay with a new X-Atlassian-Webhook-Identifier is still a duplicate', async () => {
+    const page = confluence.putPage({ spaceKey: 'ENG', title: 'Travel policy', storage: '<p>Book travel two weeks ahead through the portal.</p>' });
+    const id = `confluence:${SITE}:${page.id}`;
+    const payload = confluence.webhookPayload('page_created', page);
+    const first = await postConfluenceWebhook(webhookUrl('confluence'), CONFLUENCE_SECRET, payload, { headers: { 'x-atlassian-webhook-identifier': 'delivery-1' } });
+    expect(first.body).toMatchObject({ status: 'queued', version: 1 });
+    const replay = await postConfluenceWebhook(webhookUrl('confluence'), CONFLUENCE_SECRET, payload, { headers: { 'x-atlassian-webhook-identifier': 'delivery-2-forged' } });
+    expect(replay.body).toMatchObject({ status: 'duplicate', document_id: id });
+    await settled(id, 'indexed', 1);
+  });
+
+  it('a delete does not win a tie: the update at the same source time is processed and the live page stays indexed', async () => {
+    const page = confluence.putPage({ spaceKey: 'ENG', title: 'Expense limits', storage: '<p>Meals are reimbursed up to forty euros a day.</p>' });
+    const id = `confluence:${SITE}:${page.id}`;
+    expect((await postConfluenceWebhook(webhookUrl('confluence'), CONFLUENCE_SECRET, confluence.webhookPayload('page_created', page, Date.now() - 5000))).body.status).toBe('queued');
+    await settled(id, 'indexed', 1);
+    const at = Date.now();
+    // a delete stamped with the update's own time (a duplicated or forged delete) arrives first
+    expect((await postConfluenceWebhook(webhookUrl('confluence'), CONFLUENCE_SECRET, confluence.webhookPayload('page_removed', page, at))).body).toMatchObject({ op: 'delete' });
+    await settled(id, 'deleted');
+    const edited = confluence.putPage({ id: page.id, spaceKey: 'ENG', title: page.title, storage: '<p>Meals are reimbursed up to fifty euros a day.</p>' });
+    const update = await postConfluenceWebhook(webhookUrl('confluence'), CONFLUENCE_SECRET, confluence.webhookPayload('page_updated', edited, at));
+    expect(update.body).toMatchObject({ status: 'queued', op: 'upsert' });
+    await settled(id, 'indexed', update.body.version as number);
+    expect(await retrieveIds('meals reimbursed fifty euros', 'keyword')).toContain(id);
   });
 
   describe('Notion', () => {
@@ -323,5 +394,57 @@ describe('sources: Confluence and Notion (embedded, fake SaaS servers)', () => {
       expect(second.find((r) => r.kind === 'notion')).toMatchObject({ deletes: 1 });
       await settled(`notion:${page.id}`, 'deleted');
     });
+  });
+});
+
+describe('sources: the Notion verification token before RAG_NOTION_WEBHOOK_SECRET is set', () => {
+  const notion = new FakeNotion();
+  const dataDir = mkdtempSync(join(tmpdir(), 'rag-notion-verify-e2e-'));
+  const tokenFile = join(dataDir, 'notion-verification-token');
+  let srv: Running | undefined;
+  const start = (extra: Record<string, string> = {}) =>
+    startEmbeddedServer(
+      loadConfig({
+        RAG_DATA_DIR: dataDir,
+        RAG_EMBEDDER: 'hashing',
+        RAG_PORT: '0',
+        RAG_HOST: '127.0.0.1',
+        RAG_LOG_LEVEL: 'error',
+        RAG_NOTION_BASE_URL: notion.url,
+        RAG_NOTION_TOKEN: notion.token,
+        RAG_RECONCILE_INTERVAL_S: '0',
+        ...extra,
+      }),
+    );
+
+  beforeAll(async () => {
+    await notion.start();
+    srv = await start();
+  });
+  afterAll(async () => {
+    await srv?.close();
+    await notion.close();
+    removeDir(dataDir);
+  });
+
+  it('keeps the first token: an unsigned request with another token cannot overwrite it; configuring the secret takes over', async () => {
+    const url = () => `${srv!.url}/v1/webhooks/notion`;
+    const first = await postNotionWebhook(url(), null, { verification_token: 'secret_first_from_notion' });
+    expect(first).toMatchObject({ status: 200, body: { status: 'verification_received' } });
+    expect(readFileSync(tokenFile, 'utf8').trim()).toBe('secret_first_from_notion');
+    expect(statSync(tokenFile).mode & 0o777).toBe(0o600);
+
+    const attacker = await postNotionWebhook(url(), null, { verification_token: 'secret_attacker' });
+    expect(attacker.status).toBe(409);
+    expect(attacker.body).toMatchObject({ error: { code: 'conflict' } });
+    expect(JSON.stringify(attacker.body)).not.toContain('secret_first_from_notion');
+    expect(readFileSync(tokenFile, 'utf8').trim()).toBe('secret_first_from_notion');
+    // Notion re-sending the same token is answered as before
+    expect((await postNotionWebhook(url(), null, { verification_token: 'secret_first_from_notion' })).body.status).toBe('verification_received');
+
+    await srv!.close();
+    srv = await start({ RAG_NOTION_WEBHOOK_SECRET: 'secret_first_from_notion' });
+    expect((await postNotionWebhook(url(), null, { verification_token: 'secret_first_from_notion' })).body.status).toBe('verified');
+    expect((await postNotionWebhook(url(), null, { verification_token: 'secret_attacker' })).status).toBe(401);
   });
 });

@@ -25,7 +25,7 @@ export interface FakeConfluencePage {
   readUsers: string[];
 }
 
-export type ConfluenceEvent = 'page_created' | 'page_updated' | 'page_removed' | 'page_trashed' | 'page_restored';
+export type ConfluenceEvent = 'page_created' | 'page_updated' | 'page_removed' | 'page_trashed' | 'page_restored' | 'content_permissions_updated';
 
 export class FakeConfluence {
   readonly spaces = new Map<string, { id: string; key: string; name: string }>();
@@ -77,6 +77,14 @@ export class FakeConfluence {
     };
     this.pages.set(page.id, page);
     return page;
+  }
+
+  /** Changes who may read a page; like Confluence, this makes no new page version. */
+  restrict(id: string, r: { readGroups?: string[]; readUsers?: string[] }): FakeConfluencePage {
+    const p = this.pages.get(id)!;
+    p.readGroups = r.readGroups ?? [];
+    p.readUsers = r.readUsers ?? [];
+    return p;
   }
 
   trash(id: string): void {
@@ -167,7 +175,10 @@ export class FakeConfluence {
     return { status: 404, body: { message: `no route ${method} ${path}` } };
   }
 
-  /** The webhook body Confluence posts for an event about a page (page may be gone: pass its last known state). */
+  /**
+   * The webhook body Confluence posts for an event about a page (page may be gone: pass its last known state).
+   * `content_permissions_updated` names the page `content`; page events name it `page`.
+   */
   webhookPayload(event: ConfluenceEvent, page: Pick<FakeConfluencePage, 'id' | 'title' | 'spaceKey' | 'version'>, timestamp = Date.now()) {
     return {
       timestamp,
@@ -176,7 +187,7 @@ export class FakeConfluence {
       accountType: 'customer',
       updateTrigger: event === 'page_updated' ? 'edit_page' : '',
       suppressNotifications: false,
-      page: {
+      [event === 'content_permissions_updated' ? 'content' : 'page']: {
         spaceKey: page.spaceKey,
         modificationDate: timestamp,
         creatorAccountId: '5b10a2844c20165700ede21g',
@@ -197,13 +208,18 @@ export async function postConfluenceWebhook(
   url: string,
   secret: string | null,
   payload: unknown,
-  opts: { signature?: string; rawBody?: string } = {},
+  opts: { signature?: string; rawBody?: string; headers?: Record<string, string> } = {},
 ): Promise<{ status: number; body: Record<string, unknown> }> {
   const raw = opts.rawBody ?? JSON.stringify(payload);
   const signature = opts.signature ?? (secret !== null ? `sha256=${createHmac('sha256', secret).update(raw).digest('hex')}` : undefined);
   const res = await fetch(url, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', 'user-agent': 'Atlassian Webhook HTTP Client', ...(signature ? { 'x-hub-signature': signature } : {}) },
+    headers: {
+      'content-type': 'application/json',
+      'user-agent': 'Atlassian Webhook HTTP Client',
+      ...(signature ? { 'x-hub-signature': signature } : {}),
+      ...opts.headers,
+    },
     body: raw,
   });
   const text = await res.text();

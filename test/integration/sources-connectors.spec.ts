@@ -57,6 +57,18 @@ describe('ConfluenceConnector (fake Confluence Cloud)', () => {
     expect(conn.documentId(p.id)).toBe(`confluence:acme.atlassian.net:${p.id}`);
   });
 
+  it('acl() reads the restrictions alone (a restriction change makes no new version); null once the page is gone', async () => {
+    const p = fake.putPage({ spaceKey: 'ENG', title: 'Budget', storage: '<p>budget</p>' });
+    expect(await conn.acl(p.id)).toEqual(['*']);
+    fake.restrict(p.id, { readGroups: ['finance'] });
+    const before = fake.requests.length;
+    expect(await conn.acl(p.id)).toEqual(['group:finance']);
+    expect(fake.requests.slice(before)).toEqual([`GET /wiki/rest/api/content/${p.id}/restriction/byOperation/read`]);
+    fake.purge(p.id);
+    expect(await conn.acl(p.id)).toBeNull();
+    expect(await conn.acl('not-a-page-id')).toBeNull();
+  });
+
   it('a trashed or purged page is gone', async () => {
     const p = fake.putPage({ spaceKey: 'ENG', title: 'Old', storage: '<p>old</p>' });
     fake.trash(p.id);

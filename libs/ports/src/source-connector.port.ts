@@ -41,6 +41,11 @@ export interface SourceConnector {
   /** The document id of a source page id. */
   documentId(ref: string): string;
   fetch(ref: string): Promise<SourceFetchResult>;
+  /**
+   * Who may read the page now (the same ACL `fetch` would report), without fetching its content; null when the page
+   * is gone. Used where a change is admitted, so the registry records the ACL the connector computes.
+   */
+  acl(ref: string): Promise<string[] | null>;
   /** The configured scopes (spaces / workspace) this connector lists. */
   scopes(): Promise<string[]>;
   /** Every current page of one scope; throws if the listing cannot be completed (nothing is pruned then). */

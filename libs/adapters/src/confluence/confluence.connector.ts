@@ -48,8 +48,8 @@ export class ConfluenceConnector implements SourceConnector {
     if (page.status === 'not_found') return { status: 'gone', reason: 'the page no longer exists' };
     const p = page.value;
     if (p.status !== 'current') return { status: 'gone', reason: `the page is ${p.status}` };
-    const restriction = await this.http.json('GET', `/wiki/rest/api/content/${ref}/restriction/byOperation/read`, ConfluenceReadRestrictionSchema);
-    if (restriction.status === 'not_found') return { status: 'gone', reason: 'the page no longer exists' };
+    const acl = await this.acl(ref);
+    if (acl === null) return { status: 'gone', reason: 'the page no longer exists' };
     const spaceKey = p.spaceId ? await this.spaceKey(p.spaceId) : undefined;
     const base = p._links?.base ?? `${this.opts.baseUrl.replace(/\/$/, '')}/wiki`;
     const version = p.version?.number ?? 0;
@@ -58,7 +58,7 @@ export class ConfluenceConnector implements SourceConnector {
       title: p.title,
       blocks: confluenceStorageToBlocks(p.body?.storage?.value ?? ''),
       ...(p._links?.webui ? { source_url: `${base}${p._links.webui}` } : {}),
-      acl: confluenceAcl(restriction.value, this.opts.defaultAcl ?? ['*']),
+      acl,
       metadata: {
         source: 'confluence',
         page_id: p.id,
@@ -68,6 +68,14 @@ export class ConfluenceConnector implements SourceConnector {
       source_version: String(version),
       changed_at: p.version?.createdAt ? Date.parse(p.version.createdAt) : Date.now(),
     };
+  }
+
+  /** The page's read restrictions as the document ACL (`group:<name>`, `user:<accountId>`, or the default); null when gone. */
+  async acl(ref: string): Promise<string[] | null> {
+    if (!/^\d{1,20}$/.test(ref)) return null;
+    const restriction = await this.http.json('GET', `/wiki/rest/api/content/${ref}/restriction/byOperation/read`, ConfluenceReadRestrictionSchema);
+    if (restriction.status === 'not_found') return null;
+    return confluenceAcl(restriction.value, this.opts.defaultAcl ?? ['*']);
   }
 
   async scopes(): Promise<string[]> {

@@ -64,11 +64,16 @@ export class NotionConnector implements SourceConnector {
       title: notionPageTitle(p),
       blocks: notionBlocksToBlocks(children),
       ...(p.url ? { source_url: p.url } : {}),
-      acl: this.opts.defaultAcl ?? ['*'],
+      acl: await this.acl(id),
       metadata: { source: 'notion', page_id: id, source_version: p.last_edited_time },
       source_version: p.last_edited_time,
       changed_at: Date.parse(p.last_edited_time),
     };
+  }
+
+  /** Notion's API does not expose a page's sharing: every page the integration reads gets the configured ACL (no request). */
+  async acl(_ref: string): Promise<string[]> {
+    return this.opts.defaultAcl ?? ['*'];
   }
 
   private async children(blockId: string, depth: number, budget: { left: number }): Promise<NotionBlockNode[] | null> {

@@ -1,6 +1,7 @@
 import { Topic, type SourceEvent } from '@rag/contracts';
+import { internalDocumentId } from '@rag/domain';
 import { Logger } from '@rag/platform';
-import type { Bus, Registry, SourceKind, SourceStateStore } from '@rag/ports';
+import type { Bus, Registry, SourceConnector, SourceKind, SourceStateStore } from '@rag/ports';
 import { nowIso } from '../ingestion/validate';
 import { KeyedLock } from './keyed-lock';
 
@@ -19,6 +20,19 @@ export interface SourceChangeRequest {
   source_version?: string;
   title?: string;
   source_url?: string;
+}
+
+export interface SourceChangeOptions {
+  tenant: string;
+  defaultAcl: string[];
+  /**
+   * The configured connectors: an upsert asks the connector of its kind for the page's ACL (Confluence read
+   * restrictions; Notion's configured ACL) so the registry records the ACL the index will get, and a change of
+   * restrictions alone is visible in the registry view.
+   */
+  connectors?: SourceConnector[];
+  /** Longest wait for that ACL answer before admitting without it (default 5 s; a slower answer is then unused). */
+  aclTimeoutMs?: number;
 }
 
 export type SourceChangeResult =
@@ -41,8 +55,12 @@ export class SourceChangeService {
     private readonly registry: Registry,
     private readonly bus: Bus,
     private readonly state: SourceStateStore,
-    private readonly opts: { tenant: string; defaultAcl: string[] },
-  ) {}
+    private readonly opts: SourceChangeOptions,
+  ) {
+    this.connectors = new Map((opts.connectors ?? []).map((c) => [c.kind, c]));
+  }
+
+  private readonly connectors: Map<SourceKind, SourceConnector>;
 
   apply(req: SourceChangeRequest): Promise<SourceChangeResult> {
     return this.lock.run(req.document_id, () => this.admit(req));
@@ -50,6 +68,9 @@ export class SourceChangeService {
 
   private async admit(req: SourceChangeRequest): Promise<SourceChangeResult> {
     const tenant = this.opts.tenant;
+    // The registry, the bus and the stores use tenant-scoped internal ids; the source state and the results keep the
+    // source's id (libs/domain documents/document-id.ts).
+    const documentId = internalDocumentId(tenant, req.document_id);
     const decision = await this.state.admit({
       event_id: req.event_id,
       document_id: req.document_id,
@@ -66,31 +87,33 @@ export class SourceChangeService {
       return { status: 'ignored', document_id: req.document_id, reason: decision.reason };
     }
     try {
-      const existing = await this.registry.get(req.document_id);
+      const existing = await this.registry.get(documentId);
       if (req.op === 'delete' && (!existing || existing.status === 'deleted')) {
         await this.state.complete(req.event_id);
         return { status: 'ignored', document_id: req.document_id, reason: 'nothing to delete: the document is not indexed' };
       }
+      const acl = req.op === 'upsert' ? await this.currentAcl(req) : undefined;
       const record = await this.registry.accept(
         req.op === 'delete'
-          ? { document_id: req.document_id, tenant, op: 'delete' }
+          ? { document_id: documentId, tenant, op: 'delete' }
           : {
-              document_id: req.document_id,
+              document_id: documentId,
               tenant,
               op: 'upsert',
               mime_type: SOURCE_MIME[req.kind],
               ...(req.title ? { title: req.title.slice(0, 1024) } : {}),
               ...(req.source_url ? { source_url: req.source_url } : {}),
+              ...(acl ? { acl } : {}),
             },
       );
       const emitted_at = nowIso();
       const event: SourceEvent =
         req.op === 'delete'
-          ? { event_id: req.event_id, op: 'delete', document_id: req.document_id, tenant, version: record.version, emitted_at }
+          ? { event_id: req.event_id, op: 'delete', document_id: documentId, tenant, version: record.version, emitted_at }
           : {
               event_id: req.event_id,
               op: 'upsert',
-              document_id: req.document_id,
+              document_id: documentId,
               tenant,
               version: record.version,
               emitted_at,
@@ -98,15 +121,39 @@ export class SourceChangeService {
               mime_type: SOURCE_MIME[req.kind],
               source: { kind: req.kind, ref: req.ref },
               ...(req.source_url ? { source_url: req.source_url.slice(0, 2048) } : {}),
-              acl: existing?.acl.length ? existing.acl : this.opts.defaultAcl,
+              // The loader fetches the page and indexes the ACL of what it fetched; this is the ACL known now.
+              acl: acl ?? (existing?.acl.length ? existing.acl : this.opts.defaultAcl),
               metadata: { source: req.kind },
             };
-      await this.bus.publish(Topic.SourceEvents, [{ key: req.document_id, value: event }]);
+      await this.bus.publish(Topic.SourceEvents, [{ key: documentId, value: event }]);
       await this.state.complete(req.event_id);
       return { status: 'queued', document_id: req.document_id, version: record.version, op: req.op };
     } catch (e) {
       await this.state.abandon(req.event_id).catch((ae: unknown) => this.log.warn('could not undo an admission', { error: String(ae) }));
       throw e;
+    }
+  }
+
+  /**
+   * The page's ACL from its connector; undefined when unknown (no connector, the page is gone — the loader will
+   * delete it — or the source did not answer: then the registry keeps the ACL it had and the loader still indexes
+   * the ACL of the page it fetches).
+   */
+  private async currentAcl(req: SourceChangeRequest): Promise<string[] | undefined> {
+    const connector = this.connectors.get(req.kind);
+    if (!connector) return undefined;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timeoutMs = this.opts.aclTimeoutMs ?? 5_000;
+    try {
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+      });
+      return (await Promise.race([connector.acl(req.ref), timeout])) ?? undefined;
+    } catch (e) {
+      this.log.warn('could not read the page ACL at admission; the loader applies it', { document_id: req.document_id, error: e instanceof Error ? e.message : String(e) });
+      return undefined;
+    } finally {
+      clearTimeout(timer);
     }
   }
 }

@@ -80,6 +80,7 @@ class MemoryRegistry implements Pick<Registry, 'get' | 'accept'> {
       ...(prev ?? { document_id: c.document_id, tenant: c.tenant, title: null, active_version: 0, content_hash: null, raw_hash: null, chunks: 0, error: null, mime_type: null, source_url: null, acl: [], metadata: {}, created_at: '', updated_at: '' }),
       version: (prev?.version ?? 0) + 1,
       status: c.op === 'delete' ? ('deleted' as const) : ('queued' as const),
+      ...(c.acl ? { acl: c.acl } : {}),
     };
     this.docs.set(c.document_id, rec);
     return rec;
@@ -106,8 +107,14 @@ class ListConnector implements SourceConnector {
   documentId(ref: string) {
     return `confluence:acme:${ref}`;
   }
+  acls = new Map<string, string[]>();
+  aclFails = false;
   async fetch(): Promise<never> {
     throw new Error('not used');
+  }
+  async acl(ref: string): Promise<string[] | null> {
+    if (this.aclFails) throw new Error('source down');
+    return this.acls.get(ref) ?? ['*'];
   }
   async scopes() {
     return ['ENG'];
@@ -128,8 +135,8 @@ function setup() {
   const state = new MemoryState();
   const registry = new MemoryRegistry();
   const bus = new RecordingBus();
-  const changes = new SourceChangeService(registry as unknown as Registry, bus as unknown as Bus, state, { tenant: 'default', defaultAcl: ['*'] });
   const conn = new ListConnector();
+  const changes = new SourceChangeService(registry as unknown as Registry, bus as unknown as Bus, state, { tenant: 'default', defaultAcl: ['*'], connectors: [conn] });
   const reconciler = new SourceReconciler([conn], state, changes, 'default');
   return { state, registry, bus, changes, conn, reconciler };
 }
@@ -191,5 +198,35 @@ describe('SourceChangeService', () => {
     expect(await changes.apply({ event_id: 'd', kind: 'confluence', document_id: 'confluence:acme:7', ref: '7', op: 'delete', changed_at: 20 })).toMatchObject({ status: 'ignored' });
     expect(await changes.apply({ event_id: 'u', kind: 'confluence', document_id: 'confluence:acme:7', ref: '7', op: 'upsert', changed_at: 19 })).toMatchObject({ status: 'ignored' });
     expect(bus.sent).toHaveLength(0);
+  });
+
+  it('records the ACL the connector computes in the registry and the queued event (a restriction change alone included)', async () => {
+    const { changes, bus, registry, conn } = setup();
+    const req = (id: string, at: number) => ({ event_id: id, kind: 'confluence' as const, document_id: 'confluence:acme:8', ref: '8', op: 'upsert' as const, changed_at: at, source_version: '3' });
+    expect(await changes.apply(req('a', 10))).toMatchObject({ status: 'queued', version: 1 });
+    expect((await registry.get('confluence:acme:8'))?.acl).toEqual(['*']);
+    conn.acls.set('8', ['group:hr', 'user:557058:aa']); // restricted; the page's version did not change
+    expect(await changes.apply(req('b', 20))).toMatchObject({ status: 'queued', version: 2 });
+    expect((await registry.get('confluence:acme:8'))?.acl).toEqual(['group:hr', 'user:557058:aa']);
+    expect((bus.sent.at(-1)?.value as { acl: string[] }).acl).toEqual(['group:hr', 'user:557058:aa']);
+  });
+
+  it('a source that does not answer the ACL lookup still gets the change queued, with the ACL known before', async () => {
+    const { changes, bus, registry, conn } = setup();
+    conn.acls.set('4', ['group:eng']);
+    await changes.apply({ event_id: 'x', kind: 'confluence', document_id: 'confluence:acme:4', ref: '4', op: 'upsert', changed_at: 1 });
+    conn.aclFails = true;
+    expect(await changes.apply({ event_id: 'y', kind: 'confluence', document_id: 'confluence:acme:4', ref: '4', op: 'upsert', changed_at: 2 })).toMatchObject({ status: 'queued' });
+    expect((await registry.get('confluence:acme:4'))?.acl).toEqual(['group:eng']);
+    expect((bus.sent.at(-1)?.value as { acl: string[] }).acl).toEqual(['group:eng']);
+  });
+
+  it('an update at the same source time as a delete is queued (a delete does not win the tie)', async () => {
+    const { changes, bus } = setup();
+    const base = { kind: 'confluence' as const, document_id: 'confluence:acme:6', ref: '6' };
+    await changes.apply({ ...base, event_id: 'c', op: 'upsert', changed_at: 100 });
+    expect(await changes.apply({ ...base, event_id: 'forged-delete', op: 'delete', changed_at: 200 })).toMatchObject({ status: 'queued', op: 'delete' });
+    expect(await changes.apply({ ...base, event_id: 'real-update', op: 'upsert', changed_at: 200 })).toMatchObject({ status: 'queued', op: 'upsert' });
+    expect(bus.sent.map((m) => (m.value as { op: string }).op)).toEqual(['upsert', 'delete', 'upsert']);
   });
 });

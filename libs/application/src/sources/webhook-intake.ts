@@ -11,12 +11,21 @@ import { checkTimestamp, confluenceDocumentId, normalizeNotionId, notionDocument
 import { AppError, Logger, type Result, err, ok } from '@rag/platform';
 import type { SourceChangeRequest, SourceChangeResult, SourceChangeService } from './source-change.service';
 
+/**
+ * Where the token of Notion's (unsigned) verification request is kept while RAG_NOTION_WEBHOOK_SECRET is not set.
+ * First one wins: `storeIfAbsent` never replaces a stored token (atomically, also across processes sharing it).
+ */
+export interface VerificationTokenStore {
+  /** Stores the token unless one is stored; answers the token stored now and where it lies (never logged). */
+  storeIfAbsent(token: string): Promise<{ stored: boolean; current: string; where: string }>;
+}
+
 export interface WebhookIntakeOptions {
   confluence?: { secret?: string; site: string; spaces: string[] };
   notion?: { secret?: string };
   toleranceMs: number;
-  /** Called with the token of a Notion verification request while no secret is configured (never logged). */
-  onNotionVerificationToken?: (token: string) => Promise<string | undefined>;
+  /** Keeps the token of a Notion verification request while no secret is configured (never logged). */
+  notionVerificationTokens?: VerificationTokenStore;
   now?: () => number;
 }
 
@@ -32,6 +41,8 @@ const CONFLUENCE_OPS: Record<ConfluenceWebhookEventType, 'upsert' | 'delete'> = 
   page_restored: 'upsert',
   page_removed: 'delete',
   page_trashed: 'delete',
+  // re-fetched: the loader indexes the page with its new ACL (the registry records it at admission)
+  content_permissions_updated: 'upsert',
 };
 /** Notion page events that change what a page says (title, content, existence). Others are acknowledged only. */
 const NOTION_OPS: Record<string, 'upsert' | 'delete'> = {
@@ -80,7 +91,14 @@ export class WebhookIntake {
     this.now = opts.now ?? Date.now;
   }
 
-  /** `eventHint`: the `?event=` of the webhook URL, for payloads that do not name their event (unsigned, so a body naming its event wins). */
+  /**
+   * Every operation is chosen by the signed bytes only. The body's `event` picks it; a body that names no event
+   * (Cloud webhooks registered per event at a URL with `?event=`) is a sync: the change is queued as an upsert and
+   * the loader fetches the page's current state, deleting the document when the page is gone at the source. So the
+   * unsigned `eventHint` (the URL's `?event=`) never chooses a delete — re-posting a signed `page_updated` body with
+   * `?event=page_removed` cannot remove a live page; it is only required and validated (an unnamed body at a URL
+   * without a valid `?event=` is a misconfiguration: 400).
+   */
   async confluence(raw: Buffer, headers: Record<string, string | undefined>, eventHint?: string): Promise<Result<WebhookAnswer, AppError>> {
     const cfg = this.opts.confluence;
     if (!cfg?.secret) return err(new AppError('not_found', 'Confluence webhooks are not configured (RAG_CONFLUENCE_WEBHOOK_SECRET)'));
@@ -91,30 +109,33 @@ export class WebhookIntake {
     const e = parsed.value;
     const fresh = checkTimestamp(e.timestamp, this.now(), this.opts.toleranceMs);
     if (!fresh.ok) return unauthorized(`${fresh.reason} (replayed or delayed event)`);
-    const hinted = ConfluenceWebhookEventTypeSchema.safeParse(eventHint);
-    const eventType = e.event ?? e.webhookEvent ?? (hinted.success ? hinted.data : undefined);
-    if (!eventType) {
+    const eventType = e.event ?? e.webhookEvent;
+    if (!eventType && !ConfluenceWebhookEventTypeSchema.safeParse(eventHint).success) {
+      // the documented contract: the event is named by the body or the URL (which only marks a sync, see above)
       return err(new AppError('invalid_request', `malformed Confluence webhook payload: no event (body \`event\`, or the endpoint's ?event= one of ${ConfluenceWebhookEventTypeSchema.options.join(', ')})`));
     }
-    const documentId = confluenceDocumentId(cfg.site, e.page.id);
-    if (e.page.contentType && e.page.contentType !== 'page') return ok({ status: 'ignored', reason: `content type ${e.page.contentType} is not indexed`, document_id: documentId });
-    if (cfg.spaces.length && e.page.spaceKey && !cfg.spaces.includes(e.page.spaceKey)) {
-      return ok({ status: 'ignored', reason: `space ${e.page.spaceKey} is not configured`, document_id: documentId });
+    // `page` or (content_permissions_updated) `content`: the schema refuses a payload with neither
+    const page = (e.page ?? e.content)!;
+    const documentId = confluenceDocumentId(cfg.site, page.id);
+    if (page.contentType && page.contentType !== 'page') return ok({ status: 'ignored', reason: `content type ${page.contentType} is not indexed`, document_id: documentId });
+    if (cfg.spaces.length && page.spaceKey && !cfg.spaces.includes(page.spaceKey)) {
+      return ok({ status: 'ignored', reason: `space ${page.spaceKey} is not configured`, document_id: documentId });
     }
-    // Confluence sends no event id in the body; a delivery identifier header when present, else the signed bytes
-    // themselves (a redelivery repeats them exactly).
-    const eventId = headers['x-atlassian-webhook-identifier'] ?? `${eventType}:sha256:${createHash('sha256').update(raw).digest('hex')}`;
+    // Dedupe on the signed bytes: Confluence sends no event id in the body, and the X-Atlassian-Webhook-Identifier
+    // header is not signed (a replay with a new header must stay a duplicate). A redelivery repeats the bytes
+    // exactly; two real events differ at least in their millisecond timestamp.
+    const eventId = `confluence:sha256:${createHash('sha256').update(raw).digest('hex')}`;
     const req: SourceChangeRequest = {
-      event_id: `confluence:${eventId}`,
+      event_id: eventId,
       kind: 'confluence',
       document_id: documentId,
-      ref: e.page.id,
-      op: CONFLUENCE_OPS[eventType],
+      ref: page.id,
+      op: eventType ? CONFLUENCE_OPS[eventType] : 'upsert',
       changed_at: e.timestamp,
-      ...(e.page.spaceKey ? { scope: e.page.spaceKey } : {}),
-      ...(e.page.version !== undefined ? { source_version: String(e.page.version) } : {}),
-      ...(e.page.title ? { title: e.page.title } : {}),
-      ...(e.page.self ? { source_url: e.page.self } : {}),
+      ...(page.spaceKey ? { scope: page.spaceKey } : {}),
+      ...(page.version !== undefined ? { source_version: String(page.version) } : {}),
+      ...(page.title ? { title: page.title } : {}),
+      ...(page.self ? { source_url: page.self } : {}),
     };
     return ok(await this.changes.apply(req));
   }
@@ -129,7 +150,23 @@ export class WebhookIntake {
       if (cfg.secret) {
         return secretsEqual(v.value.verification_token, cfg.secret) ? ok({ status: 'verified' }) : unauthorized('verification token does not match');
       }
-      const where = await this.opts.onNotionVerificationToken?.(v.value.verification_token);
+      // Unsigned, so it may come from anyone: the first token is kept and never replaced by another unsigned
+      // request (an operator resets it by configuring RAG_NOTION_WEBHOOK_SECRET, or by deleting the stored file).
+      const store = this.opts.notionVerificationTokens;
+      let where: string | undefined;
+      if (store) {
+        const kept = await store.storeIfAbsent(v.value.verification_token);
+        where = kept.where;
+        if (!kept.stored && !secretsEqual(kept.current, v.value.verification_token)) {
+          this.log.warn('Notion verification request refused: another verification token is already stored', { stored_at: kept.where });
+          return err(
+            new AppError(
+              'conflict',
+              `a Notion verification token is already stored (${kept.where}); an unsigned request cannot replace it. Set RAG_NOTION_WEBHOOK_SECRET to the token of your subscription, or delete that file to accept a new verification request`,
+            ),
+          );
+        }
+      }
       this.log.warn('Notion verification request received; set RAG_NOTION_WEBHOOK_SECRET to its token', { ...(where ? { written_to: where } : {}) });
       return ok({
         status: 'verification_received',

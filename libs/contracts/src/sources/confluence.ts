@@ -6,7 +6,15 @@ import { z } from 'zod';
  * `timestamp` is the event time in epoch milliseconds; `page.id` is numeric in older payloads and a string in newer.
  * Unknown fields are allowed (the source adds fields over time); the fields we act on are required.
  */
-export const ConfluenceWebhookEventTypeSchema = z.enum(['page_created', 'page_updated', 'page_removed', 'page_trashed', 'page_restored']);
+export const ConfluenceWebhookEventTypeSchema = z.enum([
+  'page_created',
+  'page_updated',
+  'page_removed',
+  'page_trashed',
+  'page_restored',
+  /** Restrictions (who may read) changed; the page's version does not change, so only this event tells. */
+  'content_permissions_updated',
+]);
 export type ConfluenceWebhookEventType = z.infer<typeof ConfluenceWebhookEventTypeSchema>;
 
 const PageIdSchema = z.union([z.string().regex(/^\d{1,20}$/, 'page id must be numeric'), z.number().int().nonnegative()]).transform((v) => String(v));
@@ -33,9 +41,12 @@ export const ConfluenceWebhookSchema = z
     timestamp: z.number().int().positive(),
     userAccountId: z.string().optional(),
     updateTrigger: z.string().optional(),
-    page: ConfluenceWebhookPageSchema,
+    page: ConfluenceWebhookPageSchema.optional(),
+    /** `content_permissions_updated` names the page as `content` (page events name it `page`). */
+    content: ConfluenceWebhookPageSchema.optional(),
   })
-  .loose();
+  .loose()
+  .refine((w) => w.page !== undefined || w.content !== undefined, { message: 'the payload names no page (`page` or `content`)', path: ['page'] });
 export type ConfluenceWebhook = z.infer<typeof ConfluenceWebhookSchema>;
 
 /* Confluence Cloud REST API v2 responses (the fields the connector reads). */

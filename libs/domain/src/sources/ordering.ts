@@ -6,9 +6,12 @@
  *
  * Rules:
  * - a change older than the latest admitted one is stale (webhooks arrive out of order);
- * - an upsert at the same time as a tombstone is stale: a delete wins a tie, so a late update can never resurrect a
- *   deleted page (a restore/undelete is a newer event and passes);
- * - otherwise (newer, or the same time as an admitted upsert, i.e. a retry of an unfinished admission) it is admitted.
+ * - a change at the same time as the latest admitted one is admitted, whatever the two ops are. An admitted upsert
+ *   never carries content: the loader fetches the page's current state and deletes the document when the page is
+ *   gone at the source. So a tie is settled by the source itself — a late update of a really deleted page cannot
+ *   resurrect it (the fetch finds it gone), and a delete at the same time as an update cannot suppress that update
+ *   (it used to: "a delete wins a tie" let one duplicated or forged delete make the real update at the same
+ *   timestamp `ignored`, leaving a live page out of the index).
  */
 export interface SourceOrderState {
   changed_at: number;
@@ -21,9 +24,6 @@ export function orderChange(state: SourceOrderState | null, change: { op: 'upser
   if (!state) return { admit: true };
   if (change.changed_at < state.changed_at) {
     return { admit: false, reason: `stale: a newer change (${new Date(state.changed_at).toISOString()}) was already admitted` };
-  }
-  if (change.changed_at === state.changed_at && state.deleted && change.op === 'upsert') {
-    return { admit: false, reason: 'stale: the page was deleted at the same time' };
   }
   return { admit: true };
 }

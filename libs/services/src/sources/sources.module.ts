@@ -1,7 +1,6 @@
-import { chmod, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Inject, Injectable, Module, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
-import { confluenceSite, confluenceSpaces, createSourceConnectors, createSourceState, secretFrom, sourcesDefaultAcl } from '@rag/adapters';
+import { NotionVerificationTokenFile, confluenceSite, confluenceSpaces, createSourceConnectors, createSourceState, secretFrom, sourcesDefaultAcl } from '@rag/adapters';
 import { SourceChangeService, SourceReconciler, WebhookIntake } from '@rag/application';
 import { type AppConfig, Logger } from '@rag/platform';
 import { BUS, REGISTRY, SOURCE_CONNECTORS, SOURCE_STATE, type Bus, type Registry, type SourceConnector, type SourceStateStore } from '@rag/ports';
@@ -57,9 +56,9 @@ export class ReconcileScheduler implements OnApplicationBootstrap, OnApplication
     { provide: SOURCE_CONNECTORS, useFactory: (c: AppConfig) => createSourceConnectors(c), inject: [CONFIG] },
     {
       provide: SourceChangeService,
-      useFactory: (r: Registry, b: Bus, s: SourceStateStore, c: AppConfig) =>
-        new SourceChangeService(r, b, s, { tenant: c.RAG_SOURCES_TENANT, defaultAcl: sourcesDefaultAcl(c) }),
-      inject: [REGISTRY, BUS, SOURCE_STATE, CONFIG],
+      useFactory: (r: Registry, b: Bus, s: SourceStateStore, conns: SourceConnector[], c: AppConfig) =>
+        new SourceChangeService(r, b, s, { tenant: c.RAG_SOURCES_TENANT, defaultAcl: sourcesDefaultAcl(c), connectors: conns }),
+      inject: [REGISTRY, BUS, SOURCE_STATE, SOURCE_CONNECTORS, CONFIG],
     },
     {
       provide: WebhookIntake,
@@ -71,13 +70,9 @@ export class ReconcileScheduler implements OnApplicationBootstrap, OnApplication
           toleranceMs: c.RAG_WEBHOOK_TOLERANCE_S * 1000,
           ...(confluenceSecret ? { confluence: { secret: confluenceSecret, site: confluenceSite(c) ?? 'confluence', spaces: confluenceSpaces(c) } } : {}),
           ...(notionOn ? { notion: notionSecret ? { secret: notionSecret } : {} } : {}),
-          // The token is a secret: it goes to a private file in the data folder, never to the log.
-          onNotionVerificationToken: async (token) => {
-            const file = join(c.dataDir, 'notion-verification-token');
-            await writeFile(file, token + '\n', { mode: 0o600 });
-            await chmod(file, 0o600);
-            return file;
-          },
+          // The token is a secret: it goes to a private file in the data folder, never to the log; the first one is
+          // kept (an unsigned request cannot replace it).
+          notionVerificationTokens: new NotionVerificationTokenFile(join(c.dataDir, 'notion-verification-token')),
         });
       },
       inject: [SourceChangeService, CONFIG],
