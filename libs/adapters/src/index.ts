@@ -20,3 +20,4 @@ export * from './confluence';
 export * from './notion';
 export * from './sqlite-api-keys';
 export * from './script-routed-embedder';
+export * from './sqlite';

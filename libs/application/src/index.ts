@@ -1,3 +1,4 @@
 export * from './ingestion';
 export * from './query';
 export * from './sources';
+export * from './integrity';

@@ -7,3 +7,4 @@ export * from './llm.port';
 export * from './bus.port';
 export * from './api-key-store.port';
 export * from './source-connector.port';
+export * from './store-inspector.port';

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Module, type DynamicModule, type INestApplicationContext, type INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { prepareModels } from '@rag/adapters';
-import { DocumentService, QueryOrchestrator } from '@rag/application';
+import { DocumentService, QueryOrchestrator, type StoreIntegrityService } from '@rag/application';
 import { type AppConfig, ConfigError, Logger, loadConfig, shutdownTracing, startTracing } from '@rag/platform';
 import { BUS, REGISTRY, type Bus, type Registry } from '@rag/ports';
 import { ChunkerModule } from './chunker/chunker.module';
@@ -19,6 +19,7 @@ import { RerankerModule } from './reranker/reranker.module';
 import { RetrieverModule } from './retriever/retriever.module';
 import { keepConnectionsAlive } from './http-keepalive';
 import { prepareModelsOrExit } from './core/prepare-models';
+import { IntegrityModule, checkStoresAtStartup, startOrExit } from './core/integrity';
 
 /** The query path as direct in-process calls. */
 @Module({
@@ -28,10 +29,11 @@ import { prepareModelsOrExit } from './core/prepare-models';
 export class LocalQueryPathModule {}
 
 /** All eight services in one process over the embedded bus and on-disk stores. */
-export function embeddedModule(config: AppConfig): DynamicModule {
+export function embeddedModule(config: AppConfig, integrity?: StoreIntegrityService): DynamicModule {
   return {
     module: class EmbeddedRootModule {},
     imports: [
+      ...(integrity ? [IntegrityModule.forRoot(integrity)] : []),
       CoreModule.forRoot(config),
       LoaderModule,
       ChunkerModule,
@@ -66,7 +68,8 @@ function handles(context: INestApplicationContext): EmbeddedHandles {
 /** Embedded platform without HTTP (CLI ingest/ask/eval, tests). */
 export async function createEmbeddedContext(config: AppConfig): Promise<EmbeddedHandles> {
   await prepareModels(config); // a missing model fails here with one clear AppError, not inside dependency injection
-  const context = await NestFactory.createApplicationContext(embeddedModule(config), { logger: ['error', 'warn'], abortOnError: false });
+  const integrity = await checkStoresAtStartup(config); // so does a damaged store file or a lost registry
+  const context = await NestFactory.createApplicationContext(embeddedModule(config, integrity), { logger: ['error', 'warn'], abortOnError: false });
   context.enableShutdownHooks();
   return handles(context);
 }
@@ -74,7 +77,9 @@ export async function createEmbeddedContext(config: AppConfig): Promise<Embedded
 /** Embedded platform serving the gateway API on RAG_HOST:RAG_PORT. */
 export async function startEmbeddedServer(config: AppConfig, version = '0.1.0'): Promise<EmbeddedHandles & { app: INestApplication; url: string }> {
   const log = new Logger('embedded');
-  const app = await NestFactory.create(embeddedModule(config), { bodyParser: false, logger: ['error', 'warn'], abortOnError: false });
+  // Before any adapter opens a store: a damaged file or a lost registry refuses the start with one line per problem.
+  const integrity = await checkStoresAtStartup(config);
+  const app = await NestFactory.create(embeddedModule(config, integrity), { bodyParser: false, logger: ['error', 'warn'], abortOnError: false });
   configureHttp(app, config, version);
   app.enableShutdownHooks();
   await app.listen(config.RAG_PORT, config.RAG_HOST);
@@ -133,7 +138,7 @@ export async function runEmbedded(config?: AppConfig): Promise<void> {
   const started = Date.now();
   await prepareModelsOrExit(cfg, 'rag');
   const unlock = lockDataDir(cfg.dataDir);
-  const server = await startEmbeddedServer(cfg, process.env.npm_package_version ?? '0.1.0');
+  const server = await startOrExit('rag', () => startEmbeddedServer(cfg, process.env.npm_package_version ?? '0.1.0'), unlock);
   process.stdout.write(
     `\nRAG platform (embedded) ready in ${((Date.now() - started) / 1000).toFixed(1)} s\n` +
       `  playground  ${server.url}/\n  API docs    ${server.url}/docs\n  data        ${cfg.dataDir}\n` +

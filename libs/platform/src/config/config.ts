@@ -110,6 +110,13 @@ export const ConfigSchema = z.object({
 
   /** Embedded SQLite durability: NORMAL survives a killed process (WAL); FULL also survives power loss, slower. */
   RAG_SQLITE_SYNCHRONOUS: z.enum(['NORMAL', 'FULL']).default('NORMAL'),
+  /**
+   * Embedded start-up check of every store file: SQLite `quick_check` (default; ≈0.1 s per 100 MB), `full`
+   * (`integrity_check`, ≈3–4× slower, also checks index contents) or `off` (schema and cross-store counts only).
+   */
+  RAG_INTEGRITY_CHECK: z.enum(['quick', 'full', 'off']).default('quick'),
+  /** Start even when registry.db holds no documents beside a keyword index or vector store holding chunks (a lost registry). */
+  RAG_ALLOW_EMPTY_REGISTRY: bool(false),
   /** Where each part lives: embedded (one process, on-disk) or the distributed servers. */
   RAG_BUS: z.enum(['embedded', 'kafka']).default('embedded'),
   RAG_KAFKA_BROKERS: z.string().default('127.0.0.1:9092'),

@@ -1,5 +1,6 @@
 import { Controller, Get, Header, Inject, Optional, Res } from '@nestjs/common';
 import type { Response } from 'express';
+import { StoreIntegrityService } from '@rag/application';
 import { metricsRegistry } from '@rag/platform';
 import { BUS, REGISTRY, type Bus, type Registry } from '@rag/ports';
 import { renderMetrics } from '../core/metrics-endpoint';
@@ -12,6 +13,8 @@ export class HealthController {
   constructor(
     @Optional() @Inject(REGISTRY) private readonly registry?: Registry,
     @Optional() @Inject(BUS) private readonly bus?: Bus,
+    /** The embedded runner's store integrity (start-up check, files, counts); absent in the distributed gateway. */
+    @Optional() @Inject(StoreIntegrityService) private readonly integrity?: StoreIntegrityService,
   ) {}
 
   @Get('healthz')
@@ -19,15 +22,25 @@ export class HealthController {
     return { status: 'ok' };
   }
 
-  /** Ready when the registry answers; reports the ingestion backlog. */
+  /**
+   * Ready when the registry and the bus answer and every embedded store is sound: the start-up integrity check passed,
+   * each file is still a SQLite file, no query has hit a corrupt page since, and the registry and the indexes agree on
+   * their counts (a small difference is a warning). 503 names the store that failed.
+   */
   @Get('readyz')
   async readyz(@Res() res: Response) {
     try {
+      const stores = this.integrity ? await this.integrity.readiness() : undefined;
+      const storeView = stores && { problems: stores.problems, warnings: stores.warnings, integrity_check: stores.integrity, counts: stores.counts };
+      if (stores && !stores.ready) {
+        res.status(503).json({ status: 'not_ready', error: stores.problems.map((p) => p.message).join('\n'), stores: storeView });
+        return;
+      }
       const counts = this.registry ? await this.registry.countByStatus() : undefined;
       const lag = this.bus ? await this.bus.lag() : [];
-      res.status(200).json({ status: 'ready', documents: counts, backlog: lag.reduce((a, l) => a + l.lag, 0) });
+      res.status(200).json({ status: 'ready', documents: counts, backlog: lag.reduce((a, l) => a + l.lag, 0), ...(storeView ? { stores: storeView } : {}) });
     } catch (e) {
-      res.status(503).json({ status: 'not_ready', error: String(e) });
+      res.status(503).json({ status: 'not_ready', error: e instanceof Error ? e.message : String(e) });
     }
   }
 

@@ -1,5 +1,6 @@
 import { ArgumentsHost, Catch, HttpException, type ExceptionFilter } from '@nestjs/common';
 import type { Response } from 'express';
+import { StoreCorruptError, isCorruptionCode } from '@rag/adapters';
 import { AppError, HTTP_STATUS, Logger } from '@rag/platform';
 import type { ApiErrorBody } from '@rag/contracts';
 
@@ -34,6 +35,15 @@ export class HttpErrorFilter implements ExceptionFilter {
   }
 
   private map(e: unknown): [number, ApiErrorBody] {
+    // A damaged store file (SQLITE_CORRUPT, SQLITE_NOTADB): 503 naming the file, not a 500. The SQLite opener turns
+    // these into StoreCorruptError; a bare SQLite error of such a code (from a handle it did not open) still maps here.
+    if (e instanceof StoreCorruptError) {
+      return [503, { error: { code: 'store_corrupt', message: e.message, details: { store: e.file, sqlite_code: e.sqliteCode } } }];
+    }
+    const sqliteCode = (e as { code?: unknown } | null)?.code;
+    if (e instanceof Error && isCorruptionCode(sqliteCode)) {
+      return [503, { error: { code: 'store_corrupt', message: `a store file is damaged (${sqliteCode}: ${e.message})`, details: { sqlite_code: sqliteCode } } }];
+    }
     if (e instanceof AppError) {
       return [HTTP_STATUS[e.code], { error: { code: e.code, message: e.message, ...(e.details !== undefined ? { details: e.details } : {}) } }];
     }

@@ -1,0 +1,151 @@
+import { closeSync, mkdtempSync, openSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { EmbeddedBm25KeywordIndex } from '../embedded-bm25';
+import { EmbeddedHnswVectorStore } from '../embedded-hnsw';
+import { CachedEmbedder } from '../embedding-cache';
+import { HashingEmbedder } from '../hashing-embedder';
+import { SqliteLogBus } from '../log-bus';
+import { SqliteApiKeyStore } from '../sqlite-api-keys';
+import { SqliteRegistry, SqliteSourceStateStore } from '../sqlite-registry';
+import { openSqlite } from './open-sqlite';
+import { StoreCorruptError, observedCorruption } from './store-error';
+import { SqliteStoreInspector, type StoreFileTarget } from './sqlite-store-inspector';
+
+const dirs: string[] = [];
+const tmp = () => {
+  const d = mkdtempSync(join(tmpdir(), 'rag-inspect-'));
+  dirs.push(d);
+  return d;
+};
+afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+
+const space = { modelId: 'm', dim: 4 };
+function targets(dir: string): StoreFileTarget[] {
+  return [
+    { store: 'registry', file: join(dir, 'registry.db') },
+    { store: 'keyword', file: join(dir, 'keyword.db') },
+    { store: 'vectors', file: join(dir, 'vectors', 'm-4', 'vectors.db') },
+    { store: 'bus', file: join(dir, 'bus.db') },
+    { store: 'api_keys', file: join(dir, 'api-keys.db') },
+    { store: 'embedding_cache', file: join(dir, 'embedding-cache.db') },
+  ];
+}
+
+describe('SqliteStoreInspector', () => {
+  it('accepts the files every adapter creates (the expected schemas match the adapters)', async () => {
+    const dir = tmp();
+    const stores = [
+      new SqliteRegistry({ dir }),
+      new SqliteSourceStateStore({ dir }),
+      new EmbeddedBm25KeywordIndex({ dir }),
+      new EmbeddedHnswVectorStore({ dir: join(dir, 'vectors'), ...space, persistIntervalMs: 0 }),
+      new SqliteLogBus({ path: join(dir, 'bus.db') }),
+      new SqliteApiKeyStore({ dir }),
+    ];
+    const cache = new CachedEmbedder(new HashingEmbedder({ dim: 8 }), { sqlitePath: join(dir, 'embedding-cache.db') });
+    for (const s of stores) await s.close();
+    await cache.close?.();
+    const r = await new SqliteStoreInspector(targets(dir)).inspect('quick');
+    expect(r.files.filter((f) => !f.ok)).toEqual([]);
+    expect(r.files.every((f) => f.exists)).toBe(true);
+    expect(r.counts).toMatchObject({ registryDocuments: 0, registryIndexedChunks: 0, keywordChunks: 0, vectorRecords: 0 });
+  });
+
+  it('missing and 0-byte files are new stores (counted as empty), not problems', async () => {
+    const dir = tmp();
+    writeFileSync(join(dir, 'registry.db'), '');
+    const r = await new SqliteStoreInspector(targets(dir)).inspect('quick');
+    expect(r.files.filter((f) => !f.ok)).toEqual([]);
+    expect(r.counts.registryDocuments).toBe(0);
+    expect(r.counts.keywordChunks).toBe(0);
+  });
+
+  it('a SQLite file of something else fails the schema check, naming the file and what is missing', async () => {
+    const dir = tmp();
+    const db = new Database(join(dir, 'keyword.db'));
+    db.exec('CREATE TABLE chunks (id INTEGER PRIMARY KEY, text TEXT)');
+    db.close();
+    const r = await new SqliteStoreInspector(targets(dir)).inspect('quick');
+    const bad = r.files.find((f) => f.store === 'keyword')!;
+    expect(bad.ok).toBe(false);
+    expect(bad.problem).toBe(
+      `${join(dir, 'keyword.db')} does not hold the schema of the keyword index (table chunks lacks columns chunk_id, document_id, tenant, version, kind, acl, metadata, len, body; no table terms; no table postings; no table stats): restore it from a backup or move it away to start empty`,
+    );
+  });
+
+  it('ping notices a file overwritten under the running service', async () => {
+    const dir = tmp();
+    await new SqliteRegistry({ dir }).close();
+    const inspector = new SqliteStoreInspector(targets(dir));
+    await inspector.inspect('quick');
+    expect((await inspector.ping()).every((f) => f.ok)).toBe(true);
+    writeFileSync(join(dir, 'registry.db'), 'garbage');
+    const bad = (await inspector.ping()).find((f) => f.store === 'registry')!;
+    expect(bad.problem).toMatch(/registry\.db is no longer a SQLite database/);
+  });
+});
+
+describe('openSqlite', () => {
+  it('keeps better-sqlite3 behaviour: chaining, iteration, transactions, and non-corruption errors with their code', () => {
+    const file = join(tmp(), 'x.db');
+    const db = openSqlite(file);
+    db.exec('CREATE TABLE t (k TEXT PRIMARY KEY, v INTEGER)');
+    const ins = db.prepare('INSERT INTO t (k, v) VALUES (?, ?)');
+    db.transaction(() => {
+      for (let i = 0; i < 5; i++) ins.run(`k${i}`, i);
+    })();
+    expect(db.prepare('SELECT v FROM t ORDER BY v').pluck().all()).toEqual([0, 1, 2, 3, 4]);
+    expect([...db.prepare<[], { k: string }>('SELECT k FROM t ORDER BY k').iterate()].map((r) => r.k)).toEqual(['k0', 'k1', 'k2', 'k3', 'k4']);
+    let err: unknown;
+    try {
+      ins.run('k1', 9);
+    } catch (e) {
+      err = e;
+    }
+    expect((err as { code?: string }).code).toBe('SQLITE_CONSTRAINT_PRIMARYKEY');
+    expect(db.open).toBe(true);
+    db.close();
+  });
+
+  it('a corruption error raised by a statement names the file and is recorded for readiness', () => {
+    const file = join(tmp(), 'y.db');
+    const raw = new Database(file);
+    raw.exec('CREATE TABLE t (k TEXT PRIMARY KEY, v TEXT)');
+    const ins = raw.prepare('INSERT INTO t VALUES (?, ?)');
+    raw.transaction(() => {
+      for (let i = 0; i < 2000; i++) ins.run(`key-${i}`, 'x'.repeat(100));
+    })();
+    const pageSize = raw.pragma('page_size', { simple: true }) as number;
+    const pages = raw.prepare<[], { pageno: number }>("SELECT pageno FROM dbstat WHERE name = 't' AND pagetype = 'leaf'").all();
+    raw.close();
+    const page = pages[Math.floor(pages.length / 2)]!.pageno;
+    const buf = Buffer.alloc(pageSize, 0xa5);
+    const fd = openSync(file, 'r+');
+    writeSync(fd, buf, 0, pageSize, (page - 1) * pageSize);
+    closeSync(fd);
+
+    const db = openSqlite(file);
+    let err: unknown;
+    try {
+      db.prepare('SELECT COUNT(v) FROM t').get();
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(StoreCorruptError);
+    expect((err as Error).message).toMatch(new RegExp(`^${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} is corrupt \\(SQLITE_CORRUPT`));
+    expect(observedCorruption([file]).map((e) => e.file)).toEqual([file]);
+    db.close();
+    openSqlite(file).close(); // opening it again (after a restore) clears the record
+    expect(observedCorruption([file])).toEqual([]);
+  });
+
+  it('a file that is not a database fails to open with one line naming it', () => {
+    const file = join(tmp(), 'z.db');
+    writeFileSync(file, 'hello, not sqlite\n'.repeat(64));
+    expect(() => openSqlite(file)).toThrow(
+      `${file} is not a valid SQLite database (file is not a database): restore it from a backup or move it away to start empty`,
+    );
+  });
+});

@@ -1,0 +1,285 @@
+import * as fs from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import type { AppConfig } from '@rag/platform';
+import type { EmbeddingSpace, StoreCounts, StoreFileReport, StoreInspection, StoreInspector, StoreName } from '@rag/ports';
+import { modelFolderName } from '../embedded-hnsw/embedded-hnsw.adapter';
+import { API_KEYS_DB_FILE } from '../sqlite-api-keys/sqlite-api-key-store.adapter';
+import { RESTORE_ADVICE, StoreCorruptError, isCorruptionCode, observedCorruption, oneLine } from './store-error';
+
+/** Tables (and the columns in them) a store's file must hold once it holds any table at all. */
+interface ExpectedSchema {
+  /** What the file is, for messages ("the document registry"). */
+  what: string;
+  tables: Record<string, string[]>;
+  /** Tables created on demand: checked only when present. */
+  optional?: Record<string, string[]>;
+}
+
+/**
+ * The schema each embedded store creates (see the adapters' CREATE TABLE statements). Columns listed here must exist;
+ * extra columns and tables are fine (a newer version may add some). sqlite-store-inspector.spec.ts opens every adapter
+ * on a fresh folder and checks its file against this list, so the list cannot drift from the adapters unnoticed.
+ */
+export const EXPECTED_SCHEMAS: Record<StoreName, ExpectedSchema> = {
+  registry: {
+    what: 'document registry',
+    tables: {
+      documents: ['document_id', 'tenant', 'title', 'status', 'version', 'active_version', 'content_hash', 'raw_hash', 'chunks', 'error',
+        'mime_type', 'source_url', 'acl', 'metadata', 'created_at', 'updated_at', 'seq'],
+      feedback: ['id', 'trace_id', 'rating', 'comment', 'created_at'],
+    },
+    optional: {
+      source_events: ['event_id', 'document_id', 'state', 'received_at', 'prev'],
+      source_documents: ['document_id', 'kind', 'tenant', 'scope', 'source_version', 'changed_at', 'deleted', 'updated_at'],
+    },
+  },
+  keyword: {
+    what: 'keyword index',
+    tables: {
+      chunks: ['id', 'chunk_id', 'document_id', 'tenant', 'version', 'kind', 'acl', 'metadata', 'len', 'body'],
+      terms: ['id', 'term', 'df'],
+      postings: ['term_id', 'chunk', 'tf', 'len'],
+      stats: ['id', 'docs', 'total_len'],
+    },
+  },
+  vectors: {
+    what: 'vector store',
+    tables: {
+      meta: ['key', 'value'],
+      records: ['label', 'chunk_id', 'document_id', 'tenant', 'version', 'acl', 'metadata', 'vector'],
+    },
+  },
+  bus: {
+    what: 'embedded bus log',
+    tables: {
+      bus_offsets: ['grp', 'topic', 'partition', 'committed'],
+      bus_heads: ['topic', 'partition', 'head'],
+    },
+    // The log table changed name (bus_messages → bus_log, migrated on open): either may be there.
+    optional: {
+      bus_log: ['topic', 'partition', 'offset', 'key', 'headers', 'ts'],
+      bus_messages: ['topic', 'partition', 'offset', 'key', 'value', 'headers', 'ts'],
+    },
+  },
+  api_keys: {
+    what: 'API key store',
+    tables: {
+      api_keys: ['id', 'digest', 'name', 'tenant', 'scopes', 'groups', 'unrestricted', 'rate_rps', 'rate_burst', 'created_at', 'last_used_at', 'revoked_at'],
+    },
+  },
+  embedding_cache: {
+    what: 'embedding cache',
+    tables: { embedding_cache: ['model_id', 'key', 'dim', 'vector', 'created_at'] },
+  },
+};
+
+export interface StoreFileTarget {
+  store: StoreName;
+  file: string;
+}
+
+/** The embedded store files of a configuration (stores served by Kafka/Milvus/OpenSearch have none). */
+export function embeddedStoreFiles(config: AppConfig, space: EmbeddingSpace | null): StoreFileTarget[] {
+  const dir = config.dataDir;
+  const out: StoreFileTarget[] = [{ store: 'registry', file: join(dir, 'registry.db') }];
+  if (config.RAG_KEYWORD_INDEX === 'embedded') out.push({ store: 'keyword', file: join(dir, 'keyword.db') });
+  if (config.RAG_VECTOR_STORE === 'embedded' && space) {
+    out.push({ store: 'vectors', file: join(dir, 'vectors', modelFolderName(space.modelId, space.dim), 'vectors.db') });
+  }
+  if (config.RAG_BUS === 'embedded') out.push({ store: 'bus', file: join(dir, 'bus.db') });
+  out.push({ store: 'api_keys', file: join(dir, API_KEYS_DB_FILE) });
+  out.push({ store: 'embedding_cache', file: join(dir, 'embedding-cache.db') });
+  return out;
+}
+
+const SQLITE_HEADER = Buffer.from('SQLite format 3\0', 'latin1');
+
+function describe(file: string, e: unknown): string {
+  if (e instanceof StoreCorruptError) return e.message;
+  const code = (e as { code?: unknown } | null)?.code;
+  const message = e instanceof Error ? e.message : String(e);
+  if (isCorruptionCode(code)) return StoreCorruptError.fromSqlite(file, code, message).message;
+  return `cannot read ${file} (${oneLine(typeof code === 'string' ? `${code}: ${message}` : message)})`;
+}
+
+/** Missing tables/columns of `db` against `schema`; [] when it matches or holds no table at all (a new, empty file). */
+export function schemaProblems(db: Database.Database, schema: ExpectedSchema): string[] {
+  const present = new Set(
+    db
+      .prepare<[], { name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+      .all()
+      .map((r) => r.name),
+  );
+  if (present.size === 0) return [];
+  const problems: string[] = [];
+  const check = (table: string, columns: string[], required: boolean) => {
+    if (!present.has(table)) {
+      if (required) problems.push(`no table ${table}`);
+      return;
+    }
+    const have = new Set(db.prepare<[], { name: string }>(`SELECT name FROM pragma_table_info('${table.replace(/'/g, "''")}')`).all().map((r) => r.name));
+    const missing = columns.filter((c) => !have.has(c));
+    if (missing.length > 0) problems.push(`table ${table} lacks column${missing.length > 1 ? 's' : ''} ${missing.join(', ')}`);
+  };
+  for (const [t, cols] of Object.entries(schema.tables)) check(t, cols, true);
+  for (const [t, cols] of Object.entries(schema.optional ?? {})) check(t, cols, false);
+  return problems;
+}
+
+type CountKey = 'registry' | 'keyword' | 'vectors';
+
+/**
+ * StoreInspector over the embedded SQLite files, through its own short-lived connections (never the adapters'), so it
+ * runs before the adapters open anything (start-up) and beside them (readiness). Read-only in effect: it runs only
+ * pragmas and SELECTs (SQLite may replay a crashed process's WAL on open, as the adapters would).
+ */
+export class SqliteStoreInspector implements StoreInspector {
+  /** Files that existed at some inspection: one that disappears later is a problem. */
+  private readonly seen = new Set<string>();
+  /** Files that held data at some inspection: truncation to 0 bytes later is a problem. */
+  private readonly wasNonEmpty = new Set<string>();
+
+  constructor(readonly targets: StoreFileTarget[]) {}
+
+  async inspect(mode: 'quick' | 'full' | 'none'): Promise<StoreInspection> {
+    const started = Date.now();
+    const files: StoreFileReport[] = [];
+    const counts: StoreCounts = { registryDocuments: null, registryIndexedChunks: null, keywordChunks: null, vectorRecords: null, files: {} };
+    for (const t of this.targets) {
+      const report = this.inspectFile(t, mode, counts);
+      if (report.exists) this.seen.add(t.file);
+      files.push(report);
+    }
+    return { files, counts, ms: Date.now() - started };
+  }
+
+  async ping(): Promise<StoreFileReport[]> {
+    const out: StoreFileReport[] = [];
+    const runtime = new Map(observedCorruption(this.targets.map((t) => t.file)).map((e) => [e.file, e.message]));
+    for (const t of this.targets) {
+      const r: StoreFileReport = { store: t.store, file: t.file, exists: false, bytes: 0, ok: true };
+      try {
+        const st = fs.statSync(t.file);
+        r.exists = true;
+        r.bytes = st.size;
+        this.seen.add(t.file);
+        const head = Buffer.alloc(SQLITE_HEADER.length);
+        const fd = fs.openSync(t.file, 'r');
+        let n: number;
+        try {
+          n = fs.readSync(fd, head, 0, head.length, 0);
+        } finally {
+          fs.closeSync(fd);
+        }
+        if (n > 0 && !head.subarray(0, n).equals(SQLITE_HEADER.subarray(0, n))) {
+          r.ok = false;
+          r.problem = `${t.file} is no longer a SQLite database (overwritten while the service ran): ${RESTORE_ADVICE}`;
+        } else if (st.size === 0 && this.wasNonEmpty.has(t.file)) {
+          // An opened store always has a header; an empty file now means it was truncated under the running service.
+          r.ok = false;
+          r.problem = `${t.file} was truncated to 0 bytes while the service ran: ${RESTORE_ADVICE}`;
+        }
+        if (st.size > 0) this.wasNonEmpty.add(t.file);
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code === 'ENOENT') {
+          if (this.seen.has(t.file)) {
+            r.ok = false;
+            r.problem = `${t.file} was removed while the service ran: ${RESTORE_ADVICE}`;
+          }
+        } else {
+          r.ok = false;
+          r.problem = describe(t.file, e);
+        }
+      }
+      const seenCorrupt = runtime.get(t.file);
+      if (seenCorrupt && r.ok) {
+        r.ok = false;
+        r.problem = seenCorrupt;
+      }
+      out.push(r);
+    }
+    return out;
+  }
+
+  async counts(): Promise<StoreCounts> {
+    const counts: StoreCounts = { registryDocuments: null, registryIndexedChunks: null, keywordChunks: null, vectorRecords: null, files: {} };
+    for (const t of this.targets) {
+      if (t.store !== 'registry' && t.store !== 'keyword' && t.store !== 'vectors') continue;
+      if (!fs.existsSync(t.file)) {
+        this.count(t.store, null, counts, t.file);
+        continue;
+      }
+      let db: Database.Database | undefined;
+      try {
+        db = new Database(t.file, { fileMustExist: true });
+        this.count(t.store, db, counts, t.file);
+      } catch {
+        /* unreadable now: the count stays null; ping and the runtime corruption record tell why */
+      } finally {
+        db?.close();
+      }
+    }
+    return counts;
+  }
+
+  private inspectFile(t: StoreFileTarget, mode: 'quick' | 'full' | 'none', counts: StoreCounts): StoreFileReport {
+    const report: StoreFileReport = { store: t.store, file: t.file, exists: false, bytes: 0, ok: true };
+    let st: fs.Stats;
+    try {
+      st = fs.statSync(t.file);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') return { ...report, exists: true, ok: false, problem: describe(t.file, e) };
+      if (t.store === 'registry' || t.store === 'keyword' || t.store === 'vectors') this.count(t.store, null, counts, t.file);
+      return report;
+    }
+    report.exists = true;
+    report.bytes = st.size;
+    if (!st.isFile()) return { ...report, ok: false, problem: `cannot open ${t.file} (it is not a regular file)` };
+    if (st.size > 0) this.wasNonEmpty.add(t.file);
+    let db: Database.Database | undefined;
+    try {
+      db = new Database(t.file, { fileMustExist: true });
+      const pragma = mode === 'full' ? 'integrity_check(20)' : mode === 'quick' ? 'quick_check(20)' : null;
+      // Without a structure check, reading the schema still tells a database from another file.
+      const rows = pragma ? (db.pragma(pragma) as Record<string, string>[]).map((r) => String(Object.values(r)[0])) : ['ok'];
+      if (rows.length !== 1 || rows[0] !== 'ok') {
+        const shown = rows.slice(0, 3).join('; ') + (rows.length > 3 ? `; … ${rows.length - 3} more` : '');
+        return { ...report, ok: false, problem: new StoreCorruptError(t.file, 'SQLITE_CORRUPT', `is corrupt (${mode === 'full' ? 'integrity_check' : 'quick_check'}: ${oneLine(shown)})`).message };
+      }
+      const schema = EXPECTED_SCHEMAS[t.store];
+      const missing = schemaProblems(db, schema);
+      if (missing.length > 0) {
+        return { ...report, ok: false, problem: new StoreCorruptError(t.file, 'SCHEMA', `does not hold the schema of the ${schema.what} (${missing.join('; ')})`).message };
+      }
+      if (t.store === 'registry' || t.store === 'keyword' || t.store === 'vectors') this.count(t.store, db, counts, t.file);
+    } catch (e) {
+      return { ...report, ok: false, problem: describe(t.file, e) };
+    } finally {
+      db?.close();
+    }
+    return report;
+  }
+
+  /** Fills the counts of one store; a store without its tables yet (a new or 0-byte file) counts 0. Throws on a read error. */
+  private count(store: CountKey, db: Database.Database | null, counts: StoreCounts, file: string): void {
+    counts.files[store] = file;
+    const has = (table: string) => db !== null && db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(table) !== undefined;
+    if (store === 'registry') {
+      const r = has('documents')
+        ? db!.prepare<[], { n: number; c: number }>('SELECT COUNT(*) AS n, COALESCE(SUM(CASE WHEN active_version > 0 THEN chunks ELSE 0 END), 0) AS c FROM documents').get()!
+        : { n: 0, c: 0 };
+      counts.registryDocuments = r.n;
+      counts.registryIndexedChunks = r.c;
+    } else if (store === 'keyword') {
+      counts.keywordChunks = has('stats') ? (db!.prepare<[], { docs: number }>('SELECT docs FROM stats WHERE id = 1').get()?.docs ?? 0) : 0;
+    } else {
+      counts.vectorRecords = has('records') ? db!.prepare<[], { n: number }>('SELECT COUNT(*) AS n FROM records').get()!.n : 0;
+    }
+  }
+}
+
+/** The inspector of a configuration's embedded stores. */
+export function createStoreInspector(config: AppConfig, space: EmbeddingSpace | null): SqliteStoreInspector {
+  return new SqliteStoreInspector(embeddedStoreFiles(config, space));
+}
