@@ -35,6 +35,12 @@ export function createBus(config: AppConfig): Bus {
         retryBaseMs: config.RAG_BUS_RETRY_BASE_MS,
         transientRetryMs: config.RAG_BUS_TRANSIENT_RETRY_S * 1000,
         synchronous: config.RAG_SQLITE_SYNCHRONOUS,
+        inlineMaxBytes: config.RAG_BUS_INLINE_MAX_KB * 1024,
+        compactIntervalMs: config.RAG_BUS_COMPACT_INTERVAL_S * 1000,
+        retentionMs: config.RAG_BUS_RETENTION_H * 3_600_000,
+        dlqRetentionMs: config.RAG_BUS_DLQ_RETENTION_H * 3_600_000,
+        dlqRetentionBytes: config.RAG_BUS_DLQ_RETENTION_MB * 1024 * 1024,
+        groupExpiryMs: config.RAG_BUS_GROUP_EXPIRY_H * 3_600_000,
       });
     case 'kafka':
       return new KafkaBus({

@@ -146,6 +146,17 @@ export const ConfigSchema = z.object({
   RAG_BUS_RETRY_BASE_MS: int(200, 1, 60_000),
   /** Kafka bus: how long a store/service outage is retried before the DLQ (0 = count it like any failure). */
   RAG_BUS_TRANSIENT_RETRY_S: int(300, 0, 86_400),
+  /** Embedded bus: messages whose value is larger (KiB) are stored as content-addressed files beside bus.db. */
+  RAG_BUS_INLINE_MAX_KB: int(256, 1, 1_048_576),
+  /** Embedded bus: how often the log is compacted (messages every registered group consumed are removed); 0 = never. */
+  RAG_BUS_COMPACT_INTERVAL_S: int(15, 0, 86_400),
+  /** Embedded bus: how long messages of a topic no consumer group is registered for are kept (hours). */
+  RAG_BUS_RETENTION_H: int(168, 1, 87_600),
+  /** Embedded bus: dead letters are kept this long (hours) after the DLQ's groups consumed them, within RAG_BUS_DLQ_RETENTION_MB. */
+  RAG_BUS_DLQ_RETENTION_H: int(168, 1, 87_600),
+  RAG_BUS_DLQ_RETENTION_MB: int(256, 1, 1_048_576),
+  /** Embedded bus: a consumer group no process ran for this long (hours) stops holding the log back; 0 = never. */
+  RAG_BUS_GROUP_EXPIRY_H: int(168, 0, 87_600),
   RAG_DEADLINE_MS: int(30_000, 100),
   /** Per-call limit of Milvus/OpenSearch/Elasticsearch data calls; clamped to half of RAG_DEADLINE_MS so a query can still answer degraded when one store hangs. */
   RAG_STORE_TIMEOUT_MS: int(10_000, 100),

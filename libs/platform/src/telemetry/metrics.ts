@@ -71,6 +71,18 @@ export const metrics = {
     labelNames: ['group', 'topic', 'partition'] as const,
     registers: [metricsRegistry],
   }),
+  busLogBytes: new Gauge({
+    name: 'rag_bus_log_bytes',
+    help: 'On-disk size of the embedded bus log: the SQLite file (db), its WAL (wal) and the payload files of large messages (blobs)',
+    labelNames: ['part'] as const,
+    registers: [metricsRegistry],
+  }),
+  busLogMessages: new Gauge({
+    name: 'rag_bus_log_messages',
+    help: 'Messages retained in the embedded bus log (not yet compacted), by topic',
+    labelNames: ['topic'] as const,
+    registers: [metricsRegistry],
+  }),
   documents: new Gauge({
     name: 'rag_documents',
     help: 'Documents by status',
