@@ -133,9 +133,16 @@ describe('tenants and access (embedded platform, end to end)', () => {
   it('documents of another tenant cannot be read, listed, overwritten or deleted', async () => {
     expect((await call('GET', '/v1/documents/acme-public', undefined, bearer(keys.adminB))).status).toBe(404);
     expect((await call('DELETE', '/v1/documents/acme-public', undefined, bearer(keys.adminB))).status).toBe(404);
+    // Ids are scoped by tenant: acme's id is a free id for beta (no 409 oracle); beta's write never touches acme's.
     const overwrite = await call('POST', '/v1/documents', { id: 'acme-public', text: 'beta takes over' }, bearer(keys.adminB));
-    expect(overwrite.status).toBe(409);
-    const listed = await call('GET', '/v1/documents', undefined, bearer(keys.adminB));
+    expect(overwrite.status).toBe(202);
+    expect((await call('GET', '/v1/documents/acme-public', undefined, bearer(keys.adminA))).body).toMatchObject({ tenant: TENANT_A, version: 1, title: 'Public' });
+    expect((await call('DELETE', '/v1/documents/acme-public', undefined, bearer(keys.adminB))).status).toBe(202);
+    for (let status = ''; status !== 'deleted'; await new Promise((r) => setTimeout(r, 50))) {
+      status = String(((await call('GET', '/v1/documents/acme-public', undefined, bearer(keys.adminB))).body as { status?: string }).status);
+    }
+    expect((await call('GET', '/v1/documents/acme-public', undefined, bearer(keys.adminA))).body).toMatchObject({ status: 'indexed' });
+    const listed = await call('GET', '/v1/documents?status=indexed', undefined, bearer(keys.adminB));
     expect((listed.body as { documents: { document_id: string }[] }).documents.map((d) => d.document_id).sort()).toEqual(ALL_B);
     const mine = await call('GET', '/v1/documents/acme-hr', undefined, bearer(keys.ingestA));
     expect(mine.body).toMatchObject({ document_id: 'acme-hr', tenant: TENANT_A, acl: ['group:hr'] });

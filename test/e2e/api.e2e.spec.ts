@@ -176,7 +176,10 @@ describe('gateway API (embedded platform, end to end)', () => {
     expect(failed.status).toBe('failed');
     expect(String(failed.error)).toMatch(/corrupt|PDF/i);
 
-    expect((await api(server, 'POST', '/v1/feedback', { trace_id: 'abc', rating: 'up' })).status).toBe(202);
+    // Feedback needs a trace this gateway issued to the caller's tenant (test/e2e/tenant-ids.e2e.spec.ts).
+    expect((await api(server, 'POST', '/v1/feedback', { trace_id: 'abc', rating: 'up' })).status).toBe(404);
+    const traced = await api<{ trace_id: string }>(server, 'POST', '/v1/retrieve', { query: 'anything' });
+    expect((await api(server, 'POST', '/v1/feedback', { trace_id: traced.body.trace_id, rating: 'up' })).status).toBe(202);
     expect((await api(server, 'GET', '/healthz')).status).toBe(200);
   });
 

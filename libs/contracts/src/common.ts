@@ -7,12 +7,26 @@ export type MetadataValue = z.infer<typeof MetadataValueSchema>;
 export const MetadataSchema = z.record(z.string().min(1).max(128), MetadataValueSchema);
 export type Metadata = z.infer<typeof MetadataSchema>;
 
-/** `upload:<uuid>`, `confluence:<site>:<pageId>`, `notion:<pageId>` or any caller-chosen stable id. */
-export const DocumentIdSchema = z
+/**
+ * A document id as callers send and see it (API, CLI): `upload:<uuid>`, `confluence:<site>:<pageId>`,
+ * `notion:<pageId>` or any caller-chosen stable id, unique within the caller's tenant.
+ */
+export const ExternalDocumentIdSchema = z
   .string()
   .min(1)
   .max(512)
   .regex(/^[^\s#][^\s#]*$/, 'document_id must not contain whitespace or "#"');
+
+/**
+ * A document id inside the platform (events, chunks, stores): the external id for the tenant `default`, or
+ * `${tenant}#${external id}` for any other tenant (see libs/domain documents/document-id.ts), so ids are unique
+ * across tenants.
+ */
+export const DocumentIdSchema = z
+  .string()
+  .min(1)
+  .max(641)
+  .regex(/^(?:[A-Za-z0-9._-]{1,128}#)?[^\s#]{1,512}$/, 'document_id must be an id without whitespace or "#", optionally qualified as "<tenant>#<id>"');
 
 export const TenantSchema = z.string().min(1).max(128).regex(/^[A-Za-z0-9._-]+$/, 'tenant must be [A-Za-z0-9._-]');
 

@@ -6,3 +6,4 @@ export * from './retrieval';
 export * from './generation';
 export * from './eval';
 export * from './sources';
+export * from './documents';

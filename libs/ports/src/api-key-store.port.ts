@@ -37,6 +37,12 @@ export interface ApiKeyStore {
   /** Records that a key was used (callers throttle this). */
   touch(id: string, at: string): Promise<void>;
   countActive(): Promise<number>;
+  /**
+   * True once any key has ever been stored, even when every key is revoked since (a marker the store keeps, set with
+   * the first insert and never cleared). The anonymous local mode is closed for good by it: revoking the last key must
+   * not re-open every scope to anyone on the machine.
+   */
+  keysEverIssued(): Promise<boolean>;
   close(): Promise<void>;
 }
 export const API_KEY_STORE = Symbol('API_KEY_STORE');

@@ -1,4 +1,4 @@
-import type { DocumentStatus, Metadata } from '@rag/contracts';
+import type { DocumentStatus, Metadata, Topic } from '@rag/contracts';
 
 export interface DocumentRecord {
   document_id: string;
@@ -34,11 +34,38 @@ export interface AcceptChange {
   metadata?: Metadata;
 }
 
+/** A bus message written in the same transaction as a registry change (transactional outbox). */
+export interface OutboxMessage {
+  topic: Topic;
+  key: string;
+  value: unknown;
+}
+
+/** An outbox message not yet known to be published. */
+export interface OutboxEntry extends OutboxMessage {
+  id: number;
+  /** Times it was claimed before (a relay claimed it and did not complete it). */
+  attempts: number;
+}
+
 export interface Registry {
   get(documentId: string): Promise<DocumentRecord | null>;
   list(opts: { tenant?: string; status?: DocumentStatus; limit: number; offset: number }): Promise<DocumentRecord[]>;
-  /** Reserves the next version for a change and marks the document queued; returns the new record. */
-  accept(change: AcceptChange): Promise<DocumentRecord>;
+  /**
+   * Reserves the next version for a change and marks the document queued; returns the new record. With `message`,
+   * the message it builds from the new record is stored in the outbox in the same transaction: the change and its
+   * event are committed together or not at all (a relay publishes the outbox: {@link claimOutbox}).
+   */
+  accept(change: AcceptChange, message?: (record: DocumentRecord) => OutboxMessage): Promise<DocumentRecord>;
+  /**
+   * Claims up to `limit` outbox messages, oldest first, that no relay holds (or whose claim is older than `leaseMs`):
+   * at-least-once delivery, so a relay that died holding a claim does not strand its messages.
+   */
+  claimOutbox(limit: number, leaseMs: number): Promise<OutboxEntry[]>;
+  /** Removes published messages from the outbox. */
+  completeOutbox(ids: number[]): Promise<void>;
+  /** Gives claimed messages back (their publish failed): the next claim takes them again. */
+  releaseOutbox(ids: number[]): Promise<void>;
   /** Marks progress of a version; ignored when `version` is older than the latest accepted one. */
   markProcessing(documentId: string, version: number): Promise<void>;
   markFailed(documentId: string, version: number, error: string): Promise<void>;
@@ -50,7 +77,13 @@ export interface Registry {
   /** Active versions of documents, for the query-time version fence. */
   activeVersions(documentIds: string[]): Promise<Map<string, number>>;
   countByStatus(tenant?: string): Promise<Record<DocumentStatus, number>>;
-  recordFeedback(traceId: string, rating: 'up' | 'down', comment?: string): Promise<void>;
+  /** Remembers that a query/retrieve answer with this trace id was issued to `tenant` (bounded, with retention). */
+  recordQueryTrace(traceId: string, tenant: string): Promise<void>;
+  /**
+   * Stores feedback on a trace issued to `tenant`; false (nothing stored) when no such trace was issued to it,
+   * whether the trace is unknown or another tenant's (one answer for both: no existence oracle).
+   */
+  recordFeedback(traceId: string, tenant: string, rating: 'up' | 'down', comment?: string): Promise<boolean>;
   close(): Promise<void>;
 }
 export const REGISTRY = Symbol('REGISTRY');

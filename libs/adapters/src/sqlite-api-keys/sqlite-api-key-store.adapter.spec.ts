@@ -1,8 +1,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { SqliteApiKeyStore } from './sqlite-api-key-store.adapter';
+import { API_KEYS_DB_FILE, SqliteApiKeyStore } from './sqlite-api-key-store.adapter';
 
 const digest = (c: string) => c.repeat(64).slice(0, 64);
 
@@ -55,6 +56,48 @@ describe('SqliteApiKeyStore', () => {
       expect(await store.findByDigest(digest('d'))).toBeNull();
     } finally {
       await other.close();
+    }
+  });
+
+  it('remembers that a key has existed: revoking every key (or deleting the rows) does not clear the marker', async () => {
+    expect(await store.keysEverIssued()).toBe(false);
+    await store.insert({ id: 'k1', digest: digest('e'), tenant: 't', scopes: ['admin'] });
+    expect(await store.keysEverIssued()).toBe(true);
+    await store.revoke('k1');
+    expect(await store.countActive()).toBe(0);
+    expect(await store.keysEverIssued()).toBe(true);
+    // Another process (the CLI) and a reopened store see it; even a row removed by hand leaves it set.
+    const raw = new Database(join(dir, API_KEYS_DB_FILE));
+    raw.exec('DELETE FROM api_keys');
+    raw.close();
+    const other = new SqliteApiKeyStore({ dir });
+    try {
+      expect(await other.keysEverIssued()).toBe(true);
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('a store written before the marker existed: any key row, revoked or not, counts as a key having existed', async () => {
+    await store.close();
+    const old = mkdtempSync(join(tmpdir(), 'rag-keys-old-'));
+    const raw = new Database(join(old, API_KEYS_DB_FILE));
+    raw.exec(`CREATE TABLE api_keys (id TEXT PRIMARY KEY, digest TEXT NOT NULL UNIQUE, name TEXT, tenant TEXT NOT NULL, scopes TEXT NOT NULL,
+      groups TEXT NOT NULL DEFAULT '[]', unrestricted INTEGER NOT NULL DEFAULT 0, rate_rps REAL, rate_burst INTEGER, created_at TEXT NOT NULL,
+      last_used_at TEXT, revoked_at TEXT);
+      INSERT INTO api_keys (id, digest, tenant, scopes, created_at, revoked_at) VALUES ('k1', '${digest('f')}', 't', '["admin"]', '2025-01-01T00:00:00.000Z', '2025-02-01T00:00:00.000Z');`);
+    raw.close();
+    store = new SqliteApiKeyStore({ dir: old });
+    try {
+      expect(await store.countActive()).toBe(0);
+      expect(await store.keysEverIssued()).toBe(true);
+      const emptyDir = mkdtempSync(join(tmpdir(), 'rag-keys-empty-'));
+      const empty = new SqliteApiKeyStore({ dir: emptyDir });
+      expect(await empty.keysEverIssued()).toBe(false);
+      await empty.close();
+      rmSync(emptyDir, { recursive: true, force: true });
+    } finally {
+      rmSync(old, { recursive: true, force: true });
     }
   });
 });

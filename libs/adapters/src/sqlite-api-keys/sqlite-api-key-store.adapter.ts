@@ -58,6 +58,8 @@ export class SqliteApiKeyStore implements ApiKeyStore {
     revoke: Database.Statement<[string, string]>;
     touch: Database.Statement<[string, string]>;
     countActive: Database.Statement<[], { n: number }>;
+    markIssued: Database.Statement<[string]>;
+    issued: Database.Statement<[], { value: string }>;
   };
 
   constructor(opts: SqliteApiKeyStoreOptions) {
@@ -81,6 +83,15 @@ export class SqliteApiKeyStore implements ApiKeyStore {
           revoked_at   TEXT
         );
         CREATE INDEX IF NOT EXISTS api_keys_tenant ON api_keys (tenant, created_at);
+        -- Store-wide facts. 'first_key_at': when the first key was stored; set once, never cleared, so the anonymous
+        -- local mode stays closed after the last key is revoked (or a row is removed by hand).
+        CREATE TABLE IF NOT EXISTS api_key_store_meta (
+          name  TEXT PRIMARY KEY,
+          value TEXT NOT NULL
+        );
+        -- Stores written before the marker existed: any row (revoked ones included) means a key has existed.
+        INSERT OR IGNORE INTO api_key_store_meta (name, value)
+          SELECT 'first_key_at', MIN(created_at) FROM api_keys HAVING COUNT(*) > 0;
       `);
       this.stmt = {
         insert: this.db.prepare(
@@ -92,6 +103,8 @@ export class SqliteApiKeyStore implements ApiKeyStore {
         revoke: this.db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL'),
         touch: this.db.prepare('UPDATE api_keys SET last_used_at = ? WHERE id = ?'),
         countActive: this.db.prepare('SELECT COUNT(*) AS n FROM api_keys WHERE revoked_at IS NULL'),
+        markIssued: this.db.prepare("INSERT OR IGNORE INTO api_key_store_meta (name, value) VALUES ('first_key_at', ?)"),
+        issued: this.db.prepare("SELECT value FROM api_key_store_meta WHERE name = 'first_key_at'"),
       };
     } catch (e) {
       this.db.close();
@@ -101,7 +114,8 @@ export class SqliteApiKeyStore implements ApiKeyStore {
 
   async insert(k: NewApiKeyRecord): Promise<ApiKeyRecord> {
     if (!/^[0-9a-f]{64}$/.test(k.digest)) throw new Error('api key digest must be 64 lowercase hex characters (sha256)');
-    this.stmt.insert.run({
+    const createdAt = new Date().toISOString();
+    const row = {
       id: k.id,
       digest: k.digest,
       name: k.name ?? null,
@@ -111,8 +125,13 @@ export class SqliteApiKeyStore implements ApiKeyStore {
       unrestricted: k.unrestricted ? 1 : 0,
       rate_rps: k.rate_limit?.rps ?? null,
       rate_burst: k.rate_limit?.burst ?? null,
-      created_at: new Date().toISOString(),
-    });
+      created_at: createdAt,
+    };
+    // The key and the "a key has existed" marker commit together.
+    this.db.transaction(() => {
+      this.stmt.insert.run(row);
+      this.stmt.markIssued.run(createdAt);
+    })();
     return toRecord(this.stmt.byId.get(k.id)!);
   }
 
@@ -151,6 +170,10 @@ export class SqliteApiKeyStore implements ApiKeyStore {
 
   async countActive(): Promise<number> {
     return this.stmt.countActive.get()!.n;
+  }
+
+  async keysEverIssued(): Promise<boolean> {
+    return this.stmt.issued.get() !== undefined;
   }
 
   async close(): Promise<void> {

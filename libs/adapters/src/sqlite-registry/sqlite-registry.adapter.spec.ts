@@ -2,6 +2,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import Database from 'better-sqlite3';
+import { Topic } from '@rag/contracts';
 import type { AcceptChange } from '@rag/ports';
 import { SqliteRegistry } from './sqlite-registry.adapter';
 
@@ -180,21 +181,87 @@ describe('SqliteRegistry', () => {
     expect(await ids({ tenant: 't1', limit: 10, offset: 10 })).toEqual([]);
   });
 
-  it('records feedback', async () => {
+  it('records feedback only on a trace issued to the same tenant', async () => {
     const r = make();
-    await r.recordFeedback('trace-1', 'up');
-    await r.recordFeedback('trace-1', 'down', 'wrong source');
+    await r.recordQueryTrace('trace-1', 't1');
+    expect(await r.recordFeedback('trace-1', 't1', 'up')).toBe(true);
+    expect(await r.recordFeedback('trace-1', 't1', 'down', 'wrong source')).toBe(true);
+    // Another tenant's trace and an unknown trace get the same answer, and store nothing.
+    expect(await r.recordFeedback('trace-1', 't2', 'down', 'not mine')).toBe(false);
+    expect(await r.recordFeedback('trace-unknown', 't1', 'up')).toBe(false);
     await r.close();
     const db = new Database(path.join(dir, 'registry.db'), { readonly: true });
     try {
-      const rows = db.prepare('SELECT trace_id, rating, comment FROM feedback ORDER BY id').all();
+      const rows = db.prepare('SELECT trace_id, tenant, rating, comment FROM feedback ORDER BY id').all();
       expect(rows).toEqual([
-        { trace_id: 'trace-1', rating: 'up', comment: null },
-        { trace_id: 'trace-1', rating: 'down', comment: 'wrong source' },
+        { trace_id: 'trace-1', tenant: 't1', rating: 'up', comment: null },
+        { trace_id: 'trace-1', tenant: 't1', rating: 'down', comment: 'wrong source' },
       ]);
     } finally {
       db.close();
     }
+  });
+
+  it('keeps query traces bounded: expired ones and the oldest beyond the cap are forgotten', async () => {
+    const expired = new SqliteRegistry({ dir, synchronous: 'NORMAL', traceRetentionMs: -1 });
+    open.push(expired);
+    await expired.recordQueryTrace('old', 't1');
+    expect(await expired.recordFeedback('old', 't1', 'up')).toBe(false);
+    await expired.close();
+    const capped = new SqliteRegistry({ dir, synchronous: 'NORMAL', maxTraces: 3 });
+    open.push(capped);
+    for (let i = 0; i < 600; i++) await capped.recordQueryTrace(`t-${i}`, 't1');
+    await capped.close();
+    const db = new Database(path.join(dir, 'registry.db'), { readonly: true });
+    try {
+      // Pruned every 500 traces and when the registry opens: at most the cap plus one pruning interval.
+      const n = (db.prepare('SELECT COUNT(*) AS n FROM query_traces').get() as { n: number }).n;
+      expect(n).toBeLessThanOrEqual(3 + 100);
+      expect(db.prepare("SELECT 1 FROM query_traces WHERE trace_id = 't-0'").get()).toBeUndefined();
+      expect(db.prepare("SELECT 1 FROM query_traces WHERE trace_id = 't-599'").get()).toBeDefined();
+    } finally {
+      db.close();
+    }
+  });
+
+  it('adds the tenant column to the feedback table of an older registry', async () => {
+    const old = new Database(path.join(dir, 'registry.db'));
+    old.exec("CREATE TABLE feedback (id INTEGER PRIMARY KEY, trace_id TEXT NOT NULL, rating TEXT NOT NULL, comment TEXT, created_at TEXT NOT NULL)");
+    old.close();
+    const r = make();
+    await r.recordQueryTrace('tr', 't1');
+    expect(await r.recordFeedback('tr', 't1', 'up')).toBe(true);
+  });
+
+  it('stores an outbox message in the same transaction as the change it announces', async () => {
+    const r = make();
+    const rec = await r.accept(upsert('d'), (record) => ({ topic: Topic.SourceEvents, key: record.document_id, value: { version: record.version } }));
+    expect(rec.version).toBe(1);
+    const claimed = await r.claimOutbox(10, 60_000);
+    expect(claimed).toEqual([{ id: expect.any(Number), topic: Topic.SourceEvents, key: 'd', value: { version: 1 }, attempts: 0 }]);
+    // Claimed: a second relay does not take it while the lease holds.
+    expect(await r.claimOutbox(10, 60_000)).toEqual([]);
+    await r.releaseOutbox(claimed.map((c) => c.id));
+    const again = await r.claimOutbox(10, 60_000);
+    expect(again.map((c) => c.attempts)).toEqual([1]);
+    await r.completeOutbox(again.map((c) => c.id));
+    await r.releaseOutbox(again.map((c) => c.id));
+    expect(await r.claimOutbox(10, 0)).toEqual([]);
+  });
+
+  it('rolls the change back when its outbox message cannot be built, and hands expired claims to the next relay', async () => {
+    const r = make();
+    await expect(
+      r.accept(upsert('d'), () => {
+        throw new Error('boom');
+      }),
+    ).rejects.toThrow('boom');
+    expect(await r.get('d')).toBeNull();
+    await r.accept(upsert('d'), (record) => ({ topic: Topic.SourceEvents, key: 'd', value: record.version }));
+    await r.accept(upsert('d'), (record) => ({ topic: Topic.SourceEvents, key: 'd', value: record.version }));
+    expect((await r.claimOutbox(1, -1)).map((c) => c.value)).toEqual([1]);
+    // The lease above already expired (a relay that died): the oldest message comes back first.
+    expect((await r.claimOutbox(10, 60_000)).map((c) => c.value)).toEqual([1, 2]);
   });
 
   it('persists across close and reopen', async () => {

@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import Database from 'better-sqlite3';
 import type { DocumentStatus, Metadata } from '@rag/contracts';
 import { AppError, Logger } from '@rag/platform';
-import type { AcceptChange, DocumentRecord, Registry } from '@rag/ports';
+import type { AcceptChange, DocumentRecord, OutboxEntry, OutboxMessage, Registry } from '@rag/ports';
 import { openSqlite } from '../sqlite/open-sqlite';
 
 /**
@@ -25,7 +25,17 @@ import { openSqlite } from '../sqlite/open-sqlite';
  *   active version, if any, stays visible.
  * - `markDeleted`: status `deleted`, active_version 0, chunks 0, content_hash null (so re-uploading the same
  *   content after a delete is indexed again rather than skipped as unchanged).
- * - A document id belongs to one tenant: accepting a change for it from another tenant is a `conflict`.
+ * - A document id belongs to one tenant: accepting a change for it from another tenant is a `conflict` (callers
+ *   qualify ids by tenant, libs/domain documents/document-id.ts, so this only guards against a caller's bug).
+ *
+ * Transactional outbox: `accept(change, message)` stores the change and the bus message built from it in one
+ * transaction (table `outbox`); a relay claims messages (`claimOutbox`, a lease so a relay that died does not strand
+ * them), publishes them and deletes them (`completeOutbox`). A crash between commit and publish therefore delays a
+ * message instead of losing it.
+ *
+ * Query traces: `recordQueryTrace` remembers which tenant a query answer's trace id was issued to (table
+ * `query_traces`, primary key (trace_id, tenant), kept `traceRetentionMs` and at most `maxTraces` rows); feedback is
+ * stored only for a trace issued to the caller's tenant.
  */
 export interface SqliteRegistryOptions {
   /** Data folder; the registry is `dir/registry.db`. */
@@ -33,7 +43,24 @@ export interface SqliteRegistryOptions {
   /** SQLite `synchronous` (default FULL: an accepted change survives power loss). */
   synchronous?: 'FULL' | 'NORMAL';
   logger?: Logger;
+  /** How long a query's trace id accepts feedback (default 30 days). */
+  traceRetentionMs?: number;
+  /** Most query traces kept; the oldest go first (default 1,000,000). */
+  maxTraces?: number;
 }
+
+interface OutboxRow {
+  id: number;
+  topic: string;
+  key: string;
+  value: string;
+  attempts: number;
+}
+
+const DEFAULT_TRACE_RETENTION_MS = 30 * 24 * 3600 * 1000;
+const DEFAULT_MAX_TRACES = 1_000_000;
+/** Query traces are pruned every this many recorded traces (and when the registry opens). */
+const TRACE_PRUNE_EVERY = 500;
 
 interface DocumentRow {
   document_id: string;
@@ -86,6 +113,9 @@ export class SqliteRegistry implements Registry {
   private readonly log: Logger;
   private closed = false;
   private readonly listCache = new Map<string, Database.Statement<Record<string, string | number>, DocumentRow>>();
+  private readonly traceRetentionMs: number;
+  private readonly maxTraces: number;
+  private tracesSincePrune = 0;
   private readonly stmt: {
     get: Database.Statement<[string], DocumentRow>;
     insert: Database.Statement<Record<string, string | number | null>>;
@@ -99,7 +129,16 @@ export class SqliteRegistry implements Registry {
     active: Database.Statement<[string], { document_id: string; active_version: number }>;
     countAll: Database.Statement<[], { status: DocumentStatus; n: number }>;
     countTenant: Database.Statement<[string], { status: DocumentStatus; n: number }>;
-    feedback: Database.Statement<[string, string, string | null, string]>;
+    feedback: Database.Statement<[string, string, string, string | null, string]>;
+    outboxInsert: Database.Statement<[string, string, string, string]>;
+    outboxClaimable: Database.Statement<[number, number], OutboxRow>;
+    outboxClaim: Database.Statement<[number, string]>;
+    outboxComplete: Database.Statement<[string]>;
+    outboxRelease: Database.Statement<[string]>;
+    traceInsert: Database.Statement<[string, string, number]>;
+    traceFind: Database.Statement<[string, string, number], { found: number }>;
+    tracePruneAge: Database.Statement<[number]>;
+    tracePruneCount: Database.Statement<[number]>;
   };
 
   static async open(opts: SqliteRegistryOptions): Promise<SqliteRegistry> {
@@ -108,6 +147,8 @@ export class SqliteRegistry implements Registry {
 
   constructor(opts: SqliteRegistryOptions) {
     this.log = opts.logger ?? new Logger('sqlite-registry');
+    this.traceRetentionMs = opts.traceRetentionMs ?? DEFAULT_TRACE_RETENTION_MS;
+    this.maxTraces = opts.maxTraces ?? DEFAULT_MAX_TRACES;
     fs.mkdirSync(opts.dir, { recursive: true });
     this.file = path.join(opts.dir, DB_FILE);
     this.db = openSqlite(this.file, opts.synchronous);
@@ -141,10 +182,28 @@ export class SqliteRegistry implements Registry {
           trace_id   TEXT NOT NULL,
           rating     TEXT NOT NULL CHECK (rating IN ('up', 'down')),
           comment    TEXT,
-          created_at TEXT NOT NULL
+          created_at TEXT NOT NULL,
+          tenant     TEXT
         );
         CREATE INDEX IF NOT EXISTS feedback_trace ON feedback (trace_id);
+        CREATE TABLE IF NOT EXISTS outbox (
+          id            INTEGER PRIMARY KEY AUTOINCREMENT,
+          topic         TEXT NOT NULL,
+          key           TEXT NOT NULL,
+          value         TEXT NOT NULL,
+          created_at    TEXT NOT NULL,
+          claimed_until INTEGER NOT NULL DEFAULT 0,
+          attempts      INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE TABLE IF NOT EXISTS query_traces (
+          trace_id   TEXT NOT NULL,
+          tenant     TEXT NOT NULL,
+          created_at INTEGER NOT NULL,
+          PRIMARY KEY (trace_id, tenant)
+        );
+        CREATE INDEX IF NOT EXISTS query_traces_created ON query_traces (created_at);
       `);
+      this.addColumnIfMissing('feedback', 'tenant', 'TEXT');
       const touch = `updated_at = @now, seq = ${NEXT_SEQ}`;
       const latest = 'WHERE document_id = @id AND version = @version';
       this.stmt = {
@@ -175,8 +234,20 @@ export class SqliteRegistry implements Registry {
         ),
         countAll: this.db.prepare('SELECT status, COUNT(*) AS n FROM documents GROUP BY status'),
         countTenant: this.db.prepare('SELECT status, COUNT(*) AS n FROM documents WHERE tenant = ? GROUP BY status'),
-        feedback: this.db.prepare('INSERT INTO feedback (trace_id, rating, comment, created_at) VALUES (?, ?, ?, ?)'),
+        feedback: this.db.prepare('INSERT INTO feedback (trace_id, tenant, rating, comment, created_at) VALUES (?, ?, ?, ?, ?)'),
+        outboxInsert: this.db.prepare('INSERT INTO outbox (topic, key, value, created_at) VALUES (?, ?, ?, ?)'),
+        outboxClaimable: this.db.prepare('SELECT id, topic, key, value, attempts FROM outbox WHERE claimed_until <= ? ORDER BY id LIMIT ?'),
+        outboxClaim: this.db.prepare('UPDATE outbox SET claimed_until = ?, attempts = attempts + 1 WHERE id IN (SELECT value FROM json_each(?))'),
+        outboxComplete: this.db.prepare('DELETE FROM outbox WHERE id IN (SELECT value FROM json_each(?))'),
+        outboxRelease: this.db.prepare('UPDATE outbox SET claimed_until = 0 WHERE id IN (SELECT value FROM json_each(?))'),
+        traceInsert: this.db.prepare('INSERT INTO query_traces (trace_id, tenant, created_at) VALUES (?, ?, ?) ON CONFLICT (trace_id, tenant) DO NOTHING'),
+        traceFind: this.db.prepare('SELECT 1 AS found FROM query_traces WHERE trace_id = ? AND tenant = ? AND created_at >= ?'),
+        tracePruneAge: this.db.prepare('DELETE FROM query_traces WHERE created_at < ?'),
+        tracePruneCount: this.db.prepare(
+          'DELETE FROM query_traces WHERE rowid IN (SELECT rowid FROM query_traces ORDER BY created_at DESC, rowid DESC LIMIT -1 OFFSET ?)',
+        ),
       };
+      this.pruneTraces();
     } catch (e) {
       this.db.close();
       throw e;
@@ -213,7 +284,7 @@ export class SqliteRegistry implements Registry {
     return stmt.all(params).map(toRecord);
   }
 
-  async accept(change: AcceptChange): Promise<DocumentRecord> {
+  async accept(change: AcceptChange, message?: (record: DocumentRecord) => OutboxMessage): Promise<DocumentRecord> {
     this.assertOpen();
     const now = new Date().toISOString();
     // IMMEDIATE: the read-then-write below must hold the write lock from the start. A deferred transaction that
@@ -247,10 +318,43 @@ export class SqliteRegistry implements Registry {
       } else {
         this.stmt.acceptDelete.run({ id: change.document_id, now });
       }
-      return this.stmt.get.get(change.document_id)!;
+      const row = this.stmt.get.get(change.document_id)!;
+      if (message) {
+        // Built from the committed-to-be record (its new version); a throw here rolls the change back too.
+        const m = message(toRecord(row));
+        this.stmt.outboxInsert.run(m.topic, m.key, JSON.stringify(m.value), now);
+      }
+      return row;
     });
     const row = accept.immediate();
     return toRecord(row);
+  }
+
+  async claimOutbox(limit: number, leaseMs: number): Promise<OutboxEntry[]> {
+    this.assertOpen();
+    const now = Date.now();
+    const claim = this.db.transaction((): OutboxRow[] => {
+      const rows = this.stmt.outboxClaimable.all(now, Math.max(1, Math.floor(limit)));
+      if (rows.length) this.stmt.outboxClaim.run(now + Math.max(0, leaseMs), JSON.stringify(rows.map((r) => r.id)));
+      return rows;
+    });
+    return claim.immediate().map((r) => ({
+      id: r.id,
+      topic: r.topic as OutboxEntry['topic'],
+      key: r.key,
+      value: JSON.parse(r.value) as unknown,
+      attempts: r.attempts,
+    }));
+  }
+
+  async completeOutbox(ids: number[]): Promise<void> {
+    this.assertOpen();
+    if (ids.length) this.stmt.outboxComplete.run(JSON.stringify(ids));
+  }
+
+  async releaseOutbox(ids: number[]): Promise<void> {
+    this.assertOpen();
+    if (ids.length) this.stmt.outboxRelease.run(JSON.stringify(ids));
   }
 
   async markProcessing(documentId: string, version: number): Promise<void> {
@@ -289,10 +393,21 @@ export class SqliteRegistry implements Registry {
     return out;
   }
 
-  async recordFeedback(traceId: string, rating: 'up' | 'down', comment?: string): Promise<void> {
+  async recordQueryTrace(traceId: string, tenant: string): Promise<void> {
+    this.assertOpen();
+    this.stmt.traceInsert.run(traceId, tenant, Date.now());
+    if (++this.tracesSincePrune >= TRACE_PRUNE_EVERY) this.pruneTraces();
+  }
+
+  async recordFeedback(traceId: string, tenant: string, rating: 'up' | 'down', comment?: string): Promise<boolean> {
     this.assertOpen();
     if (rating !== 'up' && rating !== 'down') throw new AppError('invalid_request', `rating must be "up" or "down"`);
-    this.stmt.feedback.run(traceId, rating, comment ?? null, new Date().toISOString());
+    const record = this.db.transaction((): boolean => {
+      if (!this.stmt.traceFind.get(traceId, tenant, Date.now() - this.traceRetentionMs)) return false;
+      this.stmt.feedback.run(traceId, tenant, rating, comment ?? null, new Date().toISOString());
+      return true;
+    });
+    return record.immediate();
   }
 
   async close(): Promise<void> {
@@ -303,6 +418,23 @@ export class SqliteRegistry implements Registry {
   }
 
   // ---------------------------------------------------------------------------------------------
+
+  private pruneTraces(): void {
+    this.tracesSincePrune = 0;
+    this.stmt.tracePruneAge.run(Date.now() - this.traceRetentionMs);
+    this.stmt.tracePruneCount.run(this.maxTraces);
+  }
+
+  /** Schema upgrade of a registry created by an older version (several processes may race to it). */
+  private addColumnIfMissing(table: string, column: string, type: string): void {
+    const has = () => (this.db.pragma(`table_info(${table})`) as { name: string }[]).some((c) => c.name === column);
+    if (has()) return;
+    try {
+      this.db.exec(`ALTER TABLE ${table} ADD COLUMN ${column} ${type}`);
+    } catch (e) {
+      if (!has()) throw e;
+    }
+  }
 
   private assertOpen(): void {
     if (this.closed) throw new Error(`SqliteRegistry(${this.file}) is closed`);

@@ -5,9 +5,9 @@ import {
   type DocumentInput,
   type SourceEvent,
 } from '@rag/contracts';
-import { detectMimeType, SUPPORTED_MIME_TYPES } from '@rag/domain';
-import { AppError, type Result, err, ok } from '@rag/platform';
-import type { Bus, DocumentRecord, Registry } from '@rag/ports';
+import { detectMimeType, documentIdCandidates, externalDocumentId, internalDocumentId, SUPPORTED_MIME_TYPES, uploadDocumentIdProblem } from '@rag/domain';
+import { AppError, Logger, type Result, err, ok } from '@rag/platform';
+import type { Bus, DocumentRecord, OutboxEntry, Registry } from '@rag/ports';
 import { nowIso } from './validate';
 
 export interface AcceptedDocument {
@@ -45,16 +45,48 @@ export function documentView(r: DocumentRecord) {
   };
 }
 
+export interface DocumentServiceOptions {
+  /** How often the outbox relay retries messages that are not yet published, ms (default 2000). */
+  relayIntervalMs?: number;
+  /** How long a relay's claim on outbox messages holds before another relay may take them, ms (default 60 s). */
+  relayLeaseMs?: number;
+}
+
+/** Outbox messages claimed per round of the relay. */
+const RELAY_BATCH = 100;
+
 /**
  * Accepts documents at the edge (gateway, CLI): validates, detects the type, reserves a version in the registry
  * and queues a source event keyed by document id. Identical re-submissions are answered without queuing.
+ *
+ * Ids are scoped by tenant: callers speak external ids, the registry and the bus internal ones
+ * (`internalDocumentId`, libs/domain); another tenant's id is a free id. Records stored before ids were scoped (plain
+ * ids of non-default tenants) are still found, but only by their own tenant.
+ *
+ * Submission is atomic (transactional outbox): the registry change and its source event are committed in one
+ * transaction, then the relay publishes the event and deletes it from the outbox. A crash or a bus outage between
+ * the two delays the event (the relay retries every `relayIntervalMs`, and at start-up) instead of leaving the
+ * document `queued` with no message, which a resubmission would have answered as `unchanged`. Delivery is
+ * at-least-once; every consumer is idempotent. We chose the outbox over "treat queued-without-message as not
+ * accepted" because the latter cannot tell a lost message from one still in flight, and needs a resubmission to heal.
  */
 export class DocumentService {
+  private readonly log = new Logger('documents');
+  private readonly relayIntervalMs: number;
+  private readonly relayLeaseMs: number;
+  private relayChain: Promise<void> = Promise.resolve();
+  private relayQueued: Promise<void> | null = null;
+  private relayTimer: ReturnType<typeof setInterval> | null = null;
+
   constructor(
     private readonly registry: Registry,
     private readonly bus: Bus,
     private readonly maxBytes: number,
-  ) {}
+    opts: DocumentServiceOptions = {},
+  ) {
+    this.relayIntervalMs = opts.relayIntervalMs ?? 2000;
+    this.relayLeaseMs = opts.relayLeaseMs ?? 60_000;
+  }
 
   /** Validates a JSON document body; errors are values with a clear message. */
   validate(body: unknown): Result<DocumentInput, AppError> {
@@ -87,76 +119,187 @@ export class DocumentService {
         ),
       );
     }
-    const documentId = input.id ?? `upload:${randomUUID()}`;
-    const existing = await this.registry.get(documentId);
+    if (input.id !== undefined) {
+      const problem = uploadDocumentIdProblem(input.id);
+      if (problem) return err(new AppError('invalid_request', `id: ${problem}`));
+    }
+    const externalId = input.id ?? `upload:${randomUUID()}`;
+    const found = await this.find(externalId, tenant);
+    if (!found) return err(new AppError('invalid_request', `id: ${externalId} is not a valid document id`));
+    const { id: documentId, record: existing } = found;
     if (existing && existing.tenant !== tenant) {
-      return err(new AppError('conflict', `document ${documentId} belongs to another tenant`));
+      // Only a record of another tenant stored under a plain id before ids were scoped can get here (the default
+      // tenant's ids are plain); every id issued since is qualified and cannot collide.
+      return err(new AppError('conflict', `document ${externalId} cannot be written: its id is held by a record from before ids were scoped by tenant`));
     }
     const rawHash = createHash('sha256')
       .update(bytes)
       .update('\0' + JSON.stringify([input.title ?? null, input.metadata ?? {}, input.acl ?? null, mime]))
       .digest('hex');
     if (existing && existing.raw_hash === rawHash && existing.status !== 'deleted' && existing.status !== 'failed') {
-      return ok({ document_id: documentId, version: existing.version, status: existing.status, unchanged: true });
+      return ok({ document_id: externalId, version: existing.version, status: existing.status, unchanged: true });
     }
     const title = input.title ?? file?.originalname;
-    const record = await this.registry.accept({
-      document_id: documentId,
-      tenant,
-      op: 'upsert',
-      title,
-      raw_hash: rawHash,
-      mime_type: mime,
-      source_url: input.source,
-      acl: input.acl ?? ['*'],
-      metadata: input.metadata ?? {},
+    const record = await this.registry.accept(
+      {
+        document_id: documentId,
+        tenant,
+        op: 'upsert',
+        title,
+        raw_hash: rawHash,
+        mime_type: mime,
+        source_url: input.source,
+        acl: input.acl ?? ['*'],
+        metadata: input.metadata ?? {},
+      },
+      (r) => {
+        const event: SourceEvent = {
+          event_id: randomUUID(),
+          op: 'upsert',
+          document_id: documentId,
+          tenant,
+          version: r.version,
+          emitted_at: nowIso(),
+          ...(title !== undefined ? { title } : {}),
+          mime_type: mime,
+          content_base64: bytes.toString('base64'),
+          source: { kind: 'upload', ...(file?.originalname ? { ref: file.originalname } : {}) },
+          ...(input.source !== undefined ? { source_url: input.source } : {}),
+          acl: input.acl ?? ['*'],
+          metadata: input.metadata ?? {},
+        };
+        return { topic: Topic.SourceEvents, key: documentId, value: event };
+      },
+    );
+    await this.relayNow();
+    return ok({ document_id: externalId, version: record.version, status: record.status });
+  }
+
+  async delete(externalId: string, tenant: string): Promise<Result<AcceptedDocument, AppError>> {
+    const found = await this.find(externalId, tenant);
+    const existing = found?.record;
+    if (!found || !existing || existing.tenant !== tenant) return err(new AppError('not_found', `document ${externalId} not found`));
+    if (existing.status === 'deleted') return ok({ document_id: externalId, version: existing.version, status: 'deleted' });
+    const documentId = found.id;
+    const record = await this.registry.accept({ document_id: documentId, tenant, op: 'delete' }, (r) => {
+      const event: SourceEvent = { event_id: randomUUID(), op: 'delete', document_id: documentId, tenant, version: r.version, emitted_at: nowIso() };
+      return { topic: Topic.SourceEvents, key: documentId, value: event };
     });
-    const event: SourceEvent = {
-      event_id: randomUUID(),
-      op: 'upsert',
-      document_id: documentId,
-      tenant,
-      version: record.version,
-      emitted_at: nowIso(),
-      ...(title !== undefined ? { title } : {}),
-      mime_type: mime,
-      content_base64: bytes.toString('base64'),
-      source: { kind: 'upload', ...(file?.originalname ? { ref: file.originalname } : {}) },
-      ...(input.source !== undefined ? { source_url: input.source } : {}),
-      acl: input.acl ?? ['*'],
-      metadata: input.metadata ?? {},
-    };
-    await this.bus.publish(Topic.SourceEvents, [{ key: documentId, value: event }]);
-    return ok({ document_id: documentId, version: record.version, status: record.status });
+    await this.relayNow();
+    return ok({ document_id: externalId, version: record.version, status: record.status });
   }
 
-  async delete(documentId: string, tenant: string): Promise<Result<AcceptedDocument, AppError>> {
-    const existing = await this.registry.get(documentId);
-    if (!existing || existing.tenant !== tenant) return err(new AppError('not_found', `document ${documentId} not found`));
-    if (existing.status === 'deleted') return ok({ document_id: documentId, version: existing.version, status: 'deleted' });
-    const record = await this.registry.accept({ document_id: documentId, tenant, op: 'delete' });
-    const event: SourceEvent = {
-      event_id: randomUUID(),
-      op: 'delete',
-      document_id: documentId,
-      tenant,
-      version: record.version,
-      emitted_at: nowIso(),
-    };
-    await this.bus.publish(Topic.SourceEvents, [{ key: documentId, value: event }]);
-    return ok({ document_id: documentId, version: record.version, status: record.status });
-  }
-
-  list(opts: { tenant: string; status?: DocumentRecord['status']; limit: number; offset: number }): Promise<DocumentRecord[]> {
-    return this.registry.list(opts);
+  /** The tenant's documents, with their external ids. */
+  async list(opts: { tenant: string; status?: DocumentRecord['status']; limit: number; offset: number }): Promise<DocumentRecord[]> {
+    return (await this.registry.list(opts)).map((r) => withExternalId(r, opts.tenant));
   }
 
   counts(tenant: string): Promise<Record<DocumentRecord['status'], number>> {
     return this.registry.countByStatus(tenant);
   }
 
-  async get(documentId: string, tenant: string): Promise<DocumentRecord | null> {
-    const r = await this.registry.get(documentId);
-    return r && r.tenant === tenant ? r : null;
+  /** A document of the tenant by its external id (null when the tenant has none by that id), with its external id. */
+  async get(externalId: string, tenant: string): Promise<DocumentRecord | null> {
+    const found = await this.find(externalId, tenant);
+    return found?.record && found.record.tenant === tenant ? withExternalId(found.record, tenant) : null;
   }
+
+  // --- transactional outbox relay ----------------------------------------------------------------------------
+
+  /**
+   * Publishes every outbox message not yet published, oldest first (per-key order within this process), and
+   * resolves when the round that includes messages committed before this call has ended. Rounds never overlap: a
+   * call while one runs queues (at most) one more round. Rejects when publishing failed; the messages stay in the
+   * outbox for the next round.
+   */
+  relay(): Promise<void> {
+    if (this.relayQueued) return this.relayQueued;
+    const round = this.relayChain.then(() => {
+      this.relayQueued = null;
+      return this.relayRound();
+    });
+    this.relayQueued = round;
+    this.relayChain = round.catch(() => undefined);
+    return round;
+  }
+
+  /** Starts the periodic relay (and relays what a previous process left in the outbox). Idempotent. */
+  startRelay(): void {
+    if (this.relayTimer) return;
+    this.relayTimer = setInterval(() => void this.relayNow(), this.relayIntervalMs);
+    this.relayTimer.unref?.();
+    void this.relayNow();
+  }
+
+  /** Stops the periodic relay and waits for a round in progress. */
+  async stopRelay(): Promise<void> {
+    if (this.relayTimer) clearInterval(this.relayTimer);
+    this.relayTimer = null;
+    await this.relayChain;
+  }
+
+  /** Nest lifecycle (the gateway module provides this service): relay from start-up to shutdown. */
+  onApplicationBootstrap(): void {
+    this.startRelay();
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    await this.stopRelay();
+  }
+
+  /** One relay attempt whose failure is logged, not thrown: the accepted change is durable either way. */
+  private async relayNow(): Promise<void> {
+    try {
+      await this.relay();
+    } catch (e) {
+      this.log.warn('outbox relay: publishing failed; the messages stay in the outbox and are retried', { error: String(e) });
+    }
+  }
+
+  private async relayRound(): Promise<void> {
+    for (;;) {
+      const batch = await this.registry.claimOutbox(RELAY_BATCH, this.relayLeaseMs);
+      if (batch.length === 0) return;
+      let done = 0;
+      try {
+        // Consecutive messages of one topic go in one publish call, in outbox order.
+        while (done < batch.length) {
+          const topic = batch[done]!.topic;
+          let end = done;
+          while (end < batch.length && batch[end]!.topic === topic) end++;
+          const group: OutboxEntry[] = batch.slice(done, end);
+          await this.bus.publish(
+            topic,
+            group.map((m) => ({ key: m.key, value: m.value })),
+          );
+          await this.registry.completeOutbox(group.map((m) => m.id));
+          done = end;
+        }
+      } catch (e) {
+        await this.registry.releaseOutbox(batch.slice(done).map((m) => m.id)).catch(() => undefined);
+        throw e;
+      }
+      if (batch.length < RELAY_BATCH) return;
+    }
+  }
+
+  /**
+   * The internal id a tenant's external id names, and its record: the qualified id, or (non-default tenants) the
+   * plain id of a record stored before ids were scoped when that record is the same tenant's. Null for an invalid id.
+   */
+  private async find(externalId: string, tenant: string): Promise<{ id: string; record: DocumentRecord | null } | null> {
+    const candidates = documentIdCandidates(tenant, externalId);
+    if (candidates.length === 0) return null;
+    for (const [i, id] of candidates.entries()) {
+      const record = await this.registry.get(id);
+      // The first candidate is this tenant's own id space (or, for the default tenant, a legacy plain record).
+      if (record && (i === 0 || record.tenant === tenant)) return { id, record };
+    }
+    return { id: internalDocumentId(tenant, externalId), record: null };
+  }
+}
+
+/** A record as its tenant sees it: the external document id. */
+function withExternalId(r: DocumentRecord, tenant: string): DocumentRecord {
+  return { ...r, document_id: externalDocumentId(tenant, r.document_id) ?? r.document_id };
 }

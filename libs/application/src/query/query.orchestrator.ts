@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Citation, Degraded, Filters, QueryAnswer, RetrievalResult, RetrieveAnswer, ScoredChunk, SearchMode, SearchScope } from '@rag/contracts';
-import { normalizeQuery, reciprocalRankFusion, validateFilterKeys } from '@rag/domain';
+import { externalChunkId, externalDocumentId, internalDocumentIdFilters, normalizeQuery, reciprocalRankFusion, validateFilterKeys } from '@rag/domain';
 import { activeTraceId, AppError, inStage, Logger, setSpanAttributes, withDeadline } from '@rag/platform';
 import type { GenerateCall, QueryEmbeddingCall, RerankCall, RetrieveCall } from './query-path';
 import type { QueryRewriter } from './query-rewriter';
@@ -44,6 +44,8 @@ export class QueryOrchestrator {
   /** Retrieval (and optional rerank) only. */
   async retrieve(req: QueryRequest, scope: SearchScope, traceId = newTraceId()): Promise<RetrieveAnswer & { chunks: ScoredChunk[] }> {
     this.checkFilters(req.filters);
+    // Document ids are scoped by tenant: `document_id` filters name the caller's external ids (libs/domain document-id).
+    const filters = internalDocumentIdFilters(scope.tenant, req.filters);
     const started = performance.now();
     const timings: Record<string, number> = {};
     const degraded = new Set<Degraded>();
@@ -79,7 +81,7 @@ export class QueryOrchestrator {
           if (i === 0) timings.embed = round(performance.now() - t0);
         }
         return withDeadline('retrieval', this.opts.deadlineMs, (signal) =>
-          this.retriever.retrieve({ query: v.query, vector, top_k: k, candidates: this.opts.candidates, filters: req.filters, mode, scope }, signal),
+          this.retriever.retrieve({ query: v.query, vector, top_k: k, candidates: this.opts.candidates, filters, mode, scope }, signal),
         );
       }),
     );
@@ -102,7 +104,7 @@ export class QueryOrchestrator {
     chunks = chunks.slice(0, topK);
     timings.total = round(performance.now() - started);
     return {
-      results: chunks.map((c) => ({ document_id: c.document_id, chunk_id: c.chunk_id, title: c.title, text: c.text, score: c.score })),
+      results: chunks.map((c) => ({ ...externalIds(scope.tenant, c), title: c.title, text: c.text, score: c.score })),
       chunks,
       degraded: [...degraded],
       timings_ms: timings,
@@ -138,8 +140,7 @@ export class QueryOrchestrator {
       .filter((x): x is { ref: number; c: ScoredChunk } => x.c !== undefined)
       .map(({ ref, c }) => ({
         ref,
-        document_id: c.document_id,
-        chunk_id: c.chunk_id,
+        ...externalIds(scope.tenant, c),
         title: c.title,
         text: c.text,
         score: c.score,
@@ -154,6 +155,11 @@ export class QueryOrchestrator {
       trace_id: traceId,
     };
   }
+}
+
+/** A chunk's document and chunk ids as the caller's tenant knows them (the tenant qualifier stripped). */
+function externalIds(tenant: string, c: { document_id: string; chunk_id: string }): { document_id: string; chunk_id: string } {
+  return { document_id: externalDocumentId(tenant, c.document_id) ?? c.document_id, chunk_id: externalChunkId(tenant, c.chunk_id) };
 }
 
 /** Fuses the results of several query variants with RRF over chunk ids (the original query's run first). */

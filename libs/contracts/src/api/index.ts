@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AclSchema, DocumentIdSchema, FiltersSchema, MetadataSchema, SearchModeSchema } from '../common';
+import { AclSchema, ExternalDocumentIdSchema, FiltersSchema, MetadataSchema, SearchModeSchema } from '../common';
 
 /** Limits applied at the edge. */
 export const LIMITS = {
@@ -11,7 +11,7 @@ export const LIMITS = {
 
 export const DocumentInputSchema = z
   .object({
-    id: DocumentIdSchema.optional(),
+    id: ExternalDocumentIdSchema.optional(),
     title: z.string().max(LIMITS.maxTitleChars).optional(),
     text: z.string().optional(),
     content_base64: z.string().regex(/^[A-Za-z0-9+/=\s]*$/, 'content_base64 is not base64').optional(),

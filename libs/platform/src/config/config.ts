@@ -45,6 +45,8 @@ export const ConfigSchema = z.object({
   /** Claim naming the tenant; it must be present and equal the API key's tenant. Empty = no tenant claim check. */
   RAG_JWT_TENANT_CLAIM: z.string().default('tenant'),
   RAG_JWT_CLOCK_TOLERANCE_S: int(30, 0, 3600),
+  /** Longest accepted JWT lifetime (`exp` - `iat`, or `exp` - now without `iat`), seconds; `exp` itself is required. */
+  RAG_JWT_MAX_LIFETIME_S: int(86_400, 60, 366 * 86_400),
   RAG_MAX_BODY_BYTES: int(25 * 1024 * 1024, 1024),
 
   /**

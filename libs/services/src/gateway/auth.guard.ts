@@ -49,7 +49,8 @@ export class AuthGuard implements CanActivate {
     const res = ctx.switchToHttp().getResponse<Response>();
     let principal: Principal;
     try {
-      principal = await this.auth.authenticate(req.headers);
+      // The local port of the connection: the anonymous local mode checks that Host names it (DNS rebinding).
+      principal = await this.auth.authenticate(req.headers, { method: req.method, ...(req.socket?.localPort !== undefined ? { localPort: req.socket.localPort } : {}) });
     } catch (e) {
       if (e instanceof AppError && e.code === 'unauthorized') res.setHeader('WWW-Authenticate', 'Bearer realm="rag"');
       throw e;

@@ -21,6 +21,8 @@ function setup(env: Record<string, string> = {}, patch: Partial<RawConfig> = {})
   return { auth: new Authenticator(config, store), store, config };
 }
 
+/** What curl sends to the default address (Host with the bound port, no Origin). */
+const local = { host: '127.0.0.1:8080' };
 const bearer = (key: string, jwt?: string, header = 'x-jwt-assertion') => ({ authorization: `Bearer ${key}`, ...(jwt ? { [header]: jwt } : {}) });
 const hs = (claims: JWTPayload, opts: { exp?: string | number; secret?: string; alg?: string } = {}) =>
   new SignJWT(claims)
@@ -40,12 +42,12 @@ afterAll(() => {
 describe('Authenticator: API keys', () => {
   it('serves the anonymous tenant only on loopback with RAG_AUTH=auto while no key exists anywhere', async () => {
     const { auth, store } = setup();
-    const anon = await auth.authenticate({});
+    const anon = await auth.authenticate(local);
     expect(anon).toMatchObject({ tenant: 'default', kind: 'anonymous', keyId: null, scopes: ['ingest', 'query', 'admin'] });
     expect(scopeOf(anon)).toEqual({ tenant: 'default' });
     // The first stored key closes anonymous access at once.
     const { key } = await issueApiKey(store, { tenant: 'acme', scopes: ['admin'] });
-    await rejects(auth.authenticate({}), 'unauthorized', /missing/);
+    await rejects(auth.authenticate(local), 'unauthorized', /missing/);
     expect((await auth.authenticate(bearer(key))).tenant).toBe('acme');
     await rejects(auth.authenticate(bearer('rag_nope')), 'unauthorized', /invalid API key/);
     await rejects(auth.authenticate({ authorization: `Basic ${key}` }), 'unauthorized', /Bearer/);
@@ -83,6 +85,78 @@ describe('Authenticator: API keys', () => {
     expect(file.includes(Buffer.from(digestApiKey(eng.key)))).toBe(true);
     await store.revoke(eng.record.id);
     await rejects(auth.authenticate(bearer(eng.key)), 'unauthorized');
+  });
+});
+
+describe('Authenticator: the anonymous local mode serves only what no web page can send through the browser', () => {
+  /** A POST's headers and facts; `type` null = no content type at all. */
+  const post = (headers: Record<string, string>, type: string | null = 'application/json') => ({
+    method: 'POST' as const,
+    headers: { ...local, ...(type !== null ? { 'content-type': type } : {}), ...headers },
+  });
+
+  it('Host must name this loopback server with the bound port (DNS rebinding)', async () => {
+    const { auth } = setup();
+    for (const host of ['127.0.0.1:8080', 'localhost:8080', 'LocalHost:8080', '[::1]:8080', '127.0.0.2:8080']) {
+      expect((await auth.authenticate({ host })).kind, host).toBe('anonymous');
+    }
+    for (const host of ['evil.example:8080', 'evil.example', 'localhost:9999', '127.0.0.1', '127.0.0.1.nip.io:8080', 'localhost.evil.example:8080', 'me@127.0.0.1:8080', '127.0.0.1:8080/x', '10.0.0.5:8080', '']) {
+      await rejects(auth.authenticate({ host }), 'forbidden', /DNS rebinding/);
+    }
+    await rejects(auth.authenticate({}), 'forbidden', /Host/);
+    // The port is the one the connection arrived on (RAG_PORT=0 binds an ephemeral one); port 80 may be left out.
+    expect((await auth.authenticate({ host: 'localhost:43210' }, { localPort: 43210 })).kind).toBe('anonymous');
+    await rejects(auth.authenticate(local, { localPort: 43210 }), 'forbidden', /43210/);
+    expect((await auth.authenticate({ host: 'localhost' }, { localPort: 80 })).kind).toBe('anonymous');
+  });
+
+  it('an Origin must be this server’s own (the playground at / passes); cross-origin requests are refused', async () => {
+    const { auth } = setup();
+    const same = post({ origin: 'http://127.0.0.1:8080' });
+    expect((await auth.authenticate(same.headers, same)).kind).toBe('anonymous');
+    const loc = post({ host: 'localhost:8080', origin: 'http://localhost:8080' });
+    expect((await auth.authenticate(loc.headers, loc)).kind).toBe('anonymous');
+    for (const origin of ['https://evil.example', 'http://evil.example:8080', 'null', 'http://localhost:8080', 'https://127.0.0.1:8080', 'http://127.0.0.1:9999', 'garbage']) {
+      const r = post({ origin });
+      await rejects(auth.authenticate(r.headers, r), 'forbidden', /cross-origin/);
+    }
+  });
+
+  it('a POST with a form, multipart, text/plain or no content type (CSRF) needs a key; JSON, GET and DELETE do not', async () => {
+    const { auth, store } = setup({ RAG_API_KEYS: '' });
+    for (const type of ['application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'Text/Plain;charset=UTF-8', '']) {
+      const r = post({}, type || null);
+      await rejects(auth.authenticate(r.headers, r), 'forbidden', /CSRF/);
+      // Also from the server's own origin: the rule is about the content type, not only about who says it sent it.
+      const o = post({ origin: 'http://127.0.0.1:8080' }, type || null);
+      await rejects(auth.authenticate(o.headers, o), 'forbidden', /CSRF/);
+    }
+    const json = post({}, 'application/json; charset=utf-8');
+    expect((await auth.authenticate(json.headers, json)).kind).toBe('anonymous');
+    expect((await auth.authenticate(local, { method: 'GET' })).kind).toBe('anonymous');
+    expect((await auth.authenticate(local, { method: 'DELETE' })).kind).toBe('anonymous');
+    // With a key none of this applies: a key is never sent by a browser on its own.
+    const { key } = await issueApiKey(store, { tenant: 'default', scopes: ['ingest'] });
+    const form = { method: 'POST', headers: { ...bearer(key), host: 'evil.example', origin: 'https://evil.example', 'content-type': 'multipart/form-data; boundary=x' } };
+    expect((await auth.authenticate(form.headers, form)).kind).toBe('stored');
+  });
+
+  it('once a key has existed, revoking the last one leaves every request 401 (admin included), also after a restart', async () => {
+    const { auth, store, config } = setup();
+    expect((await auth.authenticate(local)).kind).toBe('anonymous');
+    const { record, key } = await issueApiKey(store, { tenant: 'default', scopes: ['admin', 'ingest', 'query'], unrestricted: true });
+    expect((await auth.authenticate(bearer(key))).scopes).toContain('admin');
+    await store.revoke(record.id);
+    expect(await store.countActive()).toBe(0);
+    await rejects(auth.authenticate(local), 'unauthorized', /revoked.*rag -- keys create/);
+    await rejects(auth.authenticate(bearer(key)), 'unauthorized', /invalid API key.*rag -- keys create/);
+    // A new process over the same store (a restart) does not fall back to anonymous either.
+    await rejects(new Authenticator(config, store).authenticate(local), 'unauthorized', /RAG_API_KEYS/);
+    expect(await new Authenticator(config, store).anonymousAllowed()).toBe(false);
+    // The operator's way back: a key from the CLI (the store directly); it works at once, anonymous access stays closed.
+    const fresh = await issueApiKey(store, { tenant: 'default', scopes: ['admin'] });
+    expect((await auth.authenticate(bearer(fresh.key))).keyId).toBe(fresh.record.id);
+    await rejects(auth.authenticate(local), 'unauthorized', /^missing `Authorization: Bearer <api key>`$/);
   });
 });
 
@@ -132,6 +206,33 @@ describe('Authenticator: forwarded JWT (HS256)', () => {
   });
 });
 
+describe('Authenticator: forwarded JWT lifetime', () => {
+  const now = () => Math.floor(Date.now() / 1000);
+  const raw = (claims: JWTPayload) => new SignJWT(claims).setProtectedHeader({ alg: 'HS256' }).sign(new TextEncoder().encode(SECRET));
+
+  it('requires exp, and refuses a lifetime over RAG_JWT_MAX_LIFETIME_S (exp - iat, or exp - now without iat)', async () => {
+    const { auth, store, config } = setup({ RAG_AUTH: 'required', RAG_JWT_SECRET: SECRET, RAG_JWT_TENANT_CLAIM: '', RAG_JWT_MAX_LIFETIME_S: '3600' });
+    expect(config.RAG_JWT_MAX_LIFETIME_S).toBe(3600);
+    const k = await issueApiKey(store, { tenant: 'acme', scopes: ['query'] });
+    await rejects(auth.authenticate(bearer(k.key, await raw({ sub: 'alice', iat: now() }))), 'unauthorized', /claim exp missing/);
+    await rejects(auth.authenticate(bearer(k.key, await raw({ sub: 'alice' }))), 'unauthorized', /exp/);
+    await rejects(auth.authenticate(bearer(k.key, await raw({ sub: 'alice', iat: now(), exp: now() + 7200 }))), 'unauthorized', /lifetime .*exp - iat.*RAG_JWT_MAX_LIFETIME_S \(3600 s\)/);
+    await rejects(auth.authenticate(bearer(k.key, await raw({ sub: 'alice', exp: now() + 7200 }))), 'unauthorized', /exp - now/);
+    // An iat in the future does not stretch the allowance.
+    await rejects(auth.authenticate(bearer(k.key, await raw({ sub: 'alice', iat: now() + 5000, exp: now() + 7200 }))), 'unauthorized', /lifetime/);
+    // An old token that is still valid counts from its iat.
+    await rejects(auth.authenticate(bearer(k.key, await raw({ sub: 'alice', iat: now() - 7000, exp: now() + 600 }))), 'unauthorized', /lifetime/);
+    expect((await auth.authenticate(bearer(k.key, await raw({ sub: 'alice', iat: now(), exp: now() + 3500 })))).subject).toBe('alice');
+    expect((await auth.authenticate(bearer(k.key, await raw({ sub: 'bob', exp: now() + 600 })))).subject).toBe('bob');
+    // The default is one day.
+    const d = setup({ RAG_AUTH: 'required', RAG_JWT_SECRET: SECRET, RAG_JWT_TENANT_CLAIM: '' });
+    expect(d.config.RAG_JWT_MAX_LIFETIME_S).toBe(86_400);
+    const k2 = await issueApiKey(d.store, { tenant: 'acme', scopes: ['query'] });
+    expect((await d.auth.authenticate(bearer(k2.key, await raw({ sub: 'c', iat: now(), exp: now() + 86_000 })))).subject).toBe('c');
+    await rejects(d.auth.authenticate(bearer(k2.key, await raw({ sub: 'c', iat: now(), exp: now() + 90_000 }))), 'unauthorized', /lifetime/);
+  });
+});
+
 describe('Authenticator: forwarded JWT (JWKS)', () => {
   let server: Server;
   let url: string;
@@ -177,5 +278,7 @@ describe('config for access', () => {
     expect(problems({ RAG_JWT_SECRET: SECRET, RAG_JWT_JWKS_URL: 'https://idp.example/jwks' })).toMatch(/not both/);
     expect(problems({ RAG_JWT_JWKS_URL: 'not a url' })).toMatch(/RAG_JWT_JWKS_URL/);
     expect(problems({ RAG_JWT_HEADER: 'Authorization' })).toMatch(/carries the API key/);
+    expect(problems({ RAG_JWT_MAX_LIFETIME_S: '0' })).toMatch(/RAG_JWT_MAX_LIFETIME_S/);
+    expect(problems({ RAG_JWT_MAX_LIFETIME_S: 'forever' })).toMatch(/RAG_JWT_MAX_LIFETIME_S/);
   });
 });

@@ -84,15 +84,28 @@ export interface JwtIdentity {
 
 /**
  * Verifies the JWT the enterprise gateway forwards (jose): HS256 with RAG_JWT_SECRET, or the asymmetric algorithms
- * with keys from RAG_JWT_JWKS_URL (cached and refreshed by jose on an unknown `kid`); `exp`/`nbf` with the configured
- * clock tolerance, and `iss`/`aud` when configured. Symmetric and asymmetric algorithms are never mixed, so a token
+ * with keys from RAG_JWT_JWKS_URL (cached and refreshed by jose on an unknown `kid`); `exp` is required (a token
+ * without one would be valid forever) and its lifetime (`exp` - `iat`, or `exp` - now without `iat`) may not exceed
+ * RAG_JWT_MAX_LIFETIME_S; `exp`/`nbf` with the configured clock tolerance, and `iss`/`aud` when configured. Symmetric and asymmetric algorithms are never mixed, so a token
  * signed with a public key used as an HMAC secret is refused.
  */
 export class JwtVerifier {
   private readonly key: Uint8Array | JWTVerifyGetKey;
   private readonly algorithms: string[];
 
-  constructor(private readonly config: Pick<AppConfig, 'RAG_JWT_SECRET' | 'RAG_JWT_JWKS_URL' | 'RAG_JWT_ISSUER' | 'RAG_JWT_AUDIENCE' | 'RAG_JWT_GROUPS_CLAIM' | 'RAG_JWT_TENANT_CLAIM' | 'RAG_JWT_CLOCK_TOLERANCE_S'>) {
+  constructor(
+    private readonly config: Pick<
+      AppConfig,
+      | 'RAG_JWT_SECRET'
+      | 'RAG_JWT_JWKS_URL'
+      | 'RAG_JWT_ISSUER'
+      | 'RAG_JWT_AUDIENCE'
+      | 'RAG_JWT_GROUPS_CLAIM'
+      | 'RAG_JWT_TENANT_CLAIM'
+      | 'RAG_JWT_CLOCK_TOLERANCE_S'
+      | 'RAG_JWT_MAX_LIFETIME_S'
+    >,
+  ) {
     if (config.RAG_JWT_SECRET) {
       this.key = new TextEncoder().encode(config.RAG_JWT_SECRET);
       this.algorithms = ['HS256'];
@@ -114,6 +127,7 @@ export class JwtVerifier {
       const opts = {
         algorithms: this.algorithms,
         clockTolerance: this.config.RAG_JWT_CLOCK_TOLERANCE_S,
+        requiredClaims: ['exp'],
         ...(this.config.RAG_JWT_ISSUER ? { issuer: this.config.RAG_JWT_ISSUER } : {}),
         ...(this.config.RAG_JWT_AUDIENCE ? { audience: this.config.RAG_JWT_AUDIENCE } : {}),
       };
@@ -121,6 +135,17 @@ export class JwtVerifier {
         this.key instanceof Uint8Array ? (await jwtVerify(token, this.key, opts)).payload : (await jwtVerify(token, this.key, opts)).payload;
     } catch (e) {
       throw new AppError('unauthorized', `invalid JWT: ${jwtProblem(e)}`);
+    }
+    // jose has checked that exp (required) and iat (when present) are numbers. An iat in the future does not extend
+    // the allowance: the lifetime is counted from now then.
+    const now = Math.floor(Date.now() / 1000);
+    const from = typeof payload.iat === 'number' ? Math.min(payload.iat, now) : now;
+    const lifetime = payload.exp! - from;
+    if (lifetime > this.config.RAG_JWT_MAX_LIFETIME_S) {
+      throw new AppError(
+        'unauthorized',
+        `invalid JWT: its lifetime (exp - ${typeof payload.iat === 'number' ? 'iat' : 'now'} = ${lifetime} s) is longer than RAG_JWT_MAX_LIFETIME_S (${this.config.RAG_JWT_MAX_LIFETIME_S} s)`,
+      );
     }
     const groups = claimAt(payload, this.config.RAG_JWT_GROUPS_CLAIM);
     const groupList = groups === undefined ? [] : typeof groups === 'string' ? [groups] : groups;
@@ -163,15 +188,63 @@ function headerValue(headers: IncomingHttpHeaders, name: string): string | undef
   return Array.isArray(v) ? v[0] : v;
 }
 
+/** What the transport knows about a request besides its headers. */
+export interface RequestFacts {
+  method?: string;
+  /** The local port the connection arrived on (the bound port; with RAG_PORT=0 the ephemeral one). */
+  localPort?: number;
+}
+
+/**
+ * `host[:port]` of a Host header when it names this loopback server: `localhost`, an IPv4 literal in 127.0.0.0/8 or
+ * `[::1]`, with the bound port (no port = 80). A DNS-rebinding page reaches 127.0.0.1 under its own domain name, so
+ * its requests carry that name in Host and are refused here. Returns the normalized authority, or null.
+ */
+export function loopbackAuthority(host: string | undefined, port: number): string | null {
+  if (!host || host.length > 300) return null;
+  let u: URL;
+  try {
+    u = new URL(`http://${host}`);
+  } catch {
+    return null;
+  }
+  if (u.username || u.password || u.pathname !== '/' || u.search || u.hash) return null;
+  const name = u.hostname.startsWith('[') ? u.hostname.slice(1, -1) : u.hostname;
+  if (!isLoopback(name)) return null;
+  return (u.port === '' ? 80 : Number(u.port)) === port ? u.host : null;
+}
+
+/** The serialized origin of an Origin header (`null` and anything unparsable: null). */
+function originOf(origin: string): string | null {
+  try {
+    return new URL(origin).origin;
+  } catch {
+    return null;
+  }
+}
+
+/** Content types a browser sends cross-site without a CORS preflight (Fetch standard), and no content type at all. */
+const SIMPLE_CONTENT_TYPES = new Set(['', 'application/x-www-form-urlencoded', 'multipart/form-data', 'text/plain']);
+
+/** How an operator gets a key without the API (the anonymous mode is closed for good once a key has existed). */
+const RECOVER_KEY =
+  'create one without the API: `npm run rag -- keys create --tenant default --scopes admin,ingest,query --unrestricted` (writes RAG_DATA_DIR/api-keys.db directly, even while the gateway runs), or set RAG_API_KEYS';
+
 /**
  * Establishes the {@link Principal} of a request from `Authorization: Bearer <api key>` (RAG_API_KEYS entries,
  * compared as sha256 digests in constant time, or the key store, looked up by digest) and, optionally, a JWT in
  * RAG_JWT_HEADER. Without any key configured, on loopback and with RAG_AUTH=auto, callers are the anonymous tenant
- * `default` with every scope (the local, single-user mode).
+ * `default` with every scope (the local, single-user mode) — but only callers that cannot be a web page abusing the
+ * user's browser: the Host must be this loopback server (DNS rebinding), an Origin must be this server's own
+ * (cross-site requests), and a POST must not have a content type a page can send cross-site without a preflight
+ * (form and text bodies: CSRF). Once any key has existed in the store, anonymous access never comes back, even
+ * when every key is revoked (RAG_AUTH=auto is not a fallback; an operator gets a new key from the CLI).
  */
 export class Authenticator {
   private readonly envKeys: ReturnType<typeof parseEnvKeys>;
   private readonly touched = new Map<string, number>();
+  /** Set once the store says a key has existed; that never becomes false again, so it is not asked again. */
+  private closed = false;
 
   constructor(
     private readonly config: AppConfig,
@@ -181,25 +254,31 @@ export class Authenticator {
     this.envKeys = parseEnvKeys(config.RAG_API_KEYS);
   }
 
-  /** Anonymous access: RAG_AUTH=auto, loopback, and no key in RAG_API_KEYS or the store (checked per request, so creating the first key closes it). */
+  /**
+   * Anonymous access: RAG_AUTH=auto, loopback, no key in RAG_API_KEYS, and no key ever stored (checked per request, so
+   * creating the first key closes it; revoking the last one does not re-open it).
+   */
   async anonymousAllowed(): Promise<boolean> {
-    return this.config.RAG_AUTH === 'auto' && isLoopback(this.config.RAG_HOST) && this.envKeys.length === 0 && (await this.store.countActive()) === 0;
+    if (this.closed || this.config.RAG_AUTH !== 'auto' || !isLoopback(this.config.RAG_HOST) || this.envKeys.length > 0) return false;
+    if (await this.store.keysEverIssued()) this.closed = true;
+    return !this.closed;
   }
 
-  async authenticate(headers: IncomingHttpHeaders): Promise<Principal> {
+  async authenticate(headers: IncomingHttpHeaders, request: RequestFacts = {}): Promise<Principal> {
     const authorization = headerValue(headers, 'authorization');
     const jwt = headerValue(headers, this.config.RAG_JWT_HEADER)?.replace(/^Bearer\s+/i, '').trim();
     if (!authorization) {
       if (await this.anonymousAllowed()) {
+        this.checkLocalCaller(headers, request);
         if (jwt) throw new AppError('unauthorized', `a JWT in ${this.config.RAG_JWT_HEADER} needs an API key too (Authorization: Bearer <api key>)`);
         return { tenant: 'default', scopes: API_SCOPES, kind: 'anonymous', keyId: null };
       }
-      throw new AppError('unauthorized', 'missing `Authorization: Bearer <api key>`');
+      throw new AppError('unauthorized', `missing \`Authorization: Bearer <api key>\`${await this.allRevokedHint()}`);
     }
     const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
     if (!m) throw new AppError('unauthorized', 'the Authorization header must be `Bearer <api key>`');
     const key = await this.lookup(m[1]!);
-    if (!key) throw new AppError('unauthorized', 'invalid API key');
+    if (!key) throw new AppError('unauthorized', `invalid API key${await this.allRevokedHint()}`);
     if (!jwt) return key;
     if (!this.jwt) throw new AppError('unauthorized', `a JWT was sent in ${this.config.RAG_JWT_HEADER} but none can be verified (set RAG_JWT_SECRET or RAG_JWT_JWKS_URL)`);
     const id = await this.jwt.verify(jwt);
@@ -210,6 +289,41 @@ export class Authenticator {
     // The forwarded user's identity replaces the key's own groups (the key belongs to the gateway, not the user).
     const principals = [...new Set([...(id.subject ? [userPrincipal(id.subject)] : []), ...id.groups.map(groupPrincipal)])];
     return { ...key, principals, ...(id.subject ? { subject: id.subject } : {}) };
+  }
+
+  /**
+   * The anonymous local mode serves only requests that cannot come from a web page driving the user's browser: Host
+   * must name this loopback server with its port (DNS rebinding), an Origin (browsers send one on cross-origin
+   * requests and on every POST) must be this server's own, e.g. the playground at `/`, and a POST must carry a
+   * content type that needs a CORS preflight (JSON) — a form, multipart or text/plain body is what any page can
+   * submit cross-site, so without a key it is refused even without an Origin (older browsers omit it).
+   */
+  private checkLocalCaller(headers: IncomingHttpHeaders, request: RequestFacts): void {
+    const port = request.localPort ?? this.config.RAG_PORT;
+    const host = headerValue(headers, 'host');
+    const authority = loopbackAuthority(host, port);
+    const how = `use an API key (Authorization: Bearer <key>), or call http://127.0.0.1:${port} (or localhost, [::1]) directly`;
+    if (authority === null) {
+      throw new AppError('forbidden', `the anonymous local mode answers only requests to this loopback server (Host 127.0.0.1:${port}, localhost:${port} or [::1]:${port}), not Host ${JSON.stringify(host ?? '')} (DNS rebinding protection); ${how}`);
+    }
+    const origin = headerValue(headers, 'origin');
+    if (origin !== undefined && originOf(origin) !== `http://${authority}`) {
+      throw new AppError('forbidden', `the anonymous local mode refuses cross-origin requests (Origin ${JSON.stringify(origin)} is not http://${authority}); ${how}`);
+    }
+    const method = (request.method ?? 'GET').toUpperCase();
+    const type = (headerValue(headers, 'content-type') ?? '').split(';')[0]!.trim().toLowerCase();
+    if (method === 'POST' && SIMPLE_CONTENT_TYPES.has(type)) {
+      throw new AppError(
+        'forbidden',
+        `the anonymous local mode refuses a POST ${type ? `with content type ${type}` : 'without a content type'} (any web page can send one cross-site: CSRF); send JSON (content-type: application/json; files as content_base64), or use an API key`,
+      );
+    }
+  }
+
+  /** The recovery hint when keys are required because every stored key was revoked. */
+  private async allRevokedHint(): Promise<string> {
+    if (this.envKeys.length > 0 || !(await this.store.keysEverIssued()) || (await this.store.countActive()) > 0) return '';
+    return `; every API key of this gateway has been revoked, and the anonymous local mode does not come back once a key has existed — ${RECOVER_KEY}`;
   }
 
   private async lookup(token: string): Promise<Principal | null> {

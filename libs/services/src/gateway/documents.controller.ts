@@ -3,7 +3,7 @@ import { FileInterceptor } from '@nestjs/platform-express';
 import type { Request } from 'express';
 import { z } from 'zod';
 import { DocumentService, documentView, type UploadedFile as Upload } from '@rag/application';
-import { AclSchema, BatchInputSchema, DocumentStatusSchema, MetadataSchema } from '@rag/contracts';
+import { AclSchema, BatchInputSchema, DocumentInputSchema, DocumentStatusSchema, MetadataSchema } from '@rag/contracts';
 import { AppError } from '@rag/platform';
 import { principalOf, RequireScope } from './auth.guard';
 
@@ -20,13 +20,16 @@ const jsonField = <T extends z.ZodType>(schema: T) =>
     })
     .pipe(schema);
 
-/** Multipart form fields beside `file`. */
-const MultipartFieldsSchema = z
+/**
+ * Multipart form fields beside `file`: the same field schemas as the JSON body (an `id` with whitespace, `#` or over
+ * 512 characters is a 400 here too, not a dead letter later); `metadata` and `acl` arrive as JSON text.
+ */
+export const MultipartFieldsSchema = z
   .object({
-    id: z.string().optional(),
-    title: z.string().max(1024).optional(),
-    mime_type: z.string().optional(),
-    source: z.string().optional(),
+    id: DocumentInputSchema.shape.id,
+    title: DocumentInputSchema.shape.title,
+    mime_type: DocumentInputSchema.shape.mime_type,
+    source: DocumentInputSchema.shape.source,
     metadata: jsonField(MetadataSchema).optional(),
     acl: jsonField(AclSchema).optional(),
   })

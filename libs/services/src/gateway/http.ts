@@ -15,8 +15,9 @@ export function configureHttp(app: INestApplication, config: AppConfig, version:
   app.use(gatewaySpan);
   // Webhooks are verified over their exact bytes (HMAC of the raw body), so they stay a Buffer (sources: webhooks.controller.ts).
   app.use('/v1/webhooks', express.raw({ type: () => true, limit: '1mb' }));
+  // JSON and (in the documents route, by multer) multipart only: the API documents no form-urlencoded body, and that
+  // is the body an HTML form on any web site can post here, so it is not parsed (a route then sees no body: 400).
   app.use(express.json({ limit: jsonLimit, type: ['application/json', 'application/*+json'] }));
-  app.use(express.urlencoded({ extended: false, limit: '1mb' }));
   // body-parser failures are answered here, before routing, in the API's error format.
   app.use((err: { type?: string; message?: string } | undefined, _req: Request, res: Response, next: NextFunction) => {
     if (err?.type === 'entity.parse.failed') {

@@ -1,19 +1,104 @@
 import { z } from 'zod';
-import { ApiKeyCreateSchema, BatchInputSchema, DocumentInputSchema, FeedbackInputSchema, QueryInputSchema, RetrieveInputSchema } from '@rag/contracts';
+import {
+  ApiKeyCreateSchema,
+  DocumentInputSchema,
+  DocumentStatusSchema,
+  FeedbackInputSchema,
+  FilterConditionSchema,
+  FiltersSchema,
+  GroupNameSchema,
+  LIMITS,
+  QueryInputSchema,
+  RetrieveInputSchema,
+} from '@rag/contracts';
+import { MultipartFieldsSchema } from './documents.controller';
 
-const schema = (s: z.ZodType) => z.toJSONSchema(s, { io: 'input', unrepresentable: 'any' });
+type JsonSchema = Record<string, unknown>;
+
+/** A string with at least one non-whitespace character (zod `.trim().min(1)` and the `text is empty` refinement). */
+const NOT_BLANK = '\\S';
+
+/**
+ * What the zod refinements check and JSON Schema cannot be told by `z.toJSONSchema` (it drops refinements): each
+ * entry adds the equivalent JSON Schema keywords to the schema generated for that zod schema, so a body the schema
+ * allows is a body the server accepts (openapi.spec.ts checks samples of both with ajv against zod).
+ */
+const REFINEMENTS = new Map<z.core.$ZodType, (s: JsonSchema) => void>([
+  [
+    DocumentInputSchema,
+    (s) => {
+      // Exactly one of text or content_base64.
+      s.oneOf = [
+        { required: ['text'], not: { required: ['content_base64'] } },
+        { required: ['content_base64'], not: { required: ['text'] } },
+      ];
+      const props = s.properties as Record<string, JsonSchema>;
+      props.text!.pattern = NOT_BLANK;
+      // The service refuses a body that decodes to no bytes ("the document is empty"): at least two base64 characters.
+      props.content_base64!.allOf = [{ pattern: '[A-Za-z0-9+/][^A-Za-z0-9+/]*[A-Za-z0-9+/]' }];
+    },
+  ],
+  [QueryInputSchema.shape.question, (s) => void (s.pattern = NOT_BLANK)],
+  [RetrieveInputSchema.shape.query, (s) => void (s.pattern = NOT_BLANK)],
+  [
+    FiltersSchema,
+    (s) => {
+      s.maxProperties = 32;
+      // The query controller refuses a `__proto__` key (zod would drop it silently).
+      (s.propertyNames as JsonSchema).not = { const: '__proto__' };
+    },
+  ],
+  [FilterConditionSchema.options[4], (s) => void (s.minProperties = 1)],
+  [GroupNameSchema, (s) => void (s.pattern = '^\\S([\\s\\S]*\\S)?$')],
+  [
+    ApiKeyCreateSchema,
+    // An unrestricted key must not also have groups.
+    (s) => void (s.not = { required: ['unrestricted', 'groups'], properties: { unrestricted: { const: true }, groups: { minItems: 1 } } }),
+  ],
+]);
+
+/** The JSON Schema of a request body: what the zod schema accepts (`io: 'input'`), refinements included. */
+export const jsonSchemaOf = (s: z.ZodType): JsonSchema => {
+  const out = z.toJSONSchema(s, {
+    io: 'input',
+    unrepresentable: 'any',
+    override: (ctx) => REFINEMENTS.get(ctx.zodSchema)?.(ctx.jsonSchema as JsonSchema),
+  }) as JsonSchema;
+  delete out.$schema;
+  return out;
+};
+
 const json = (s: object) => ({ 'application/json': { schema: s } });
 const errorBody = {
   type: 'object',
   properties: { error: { type: 'object', properties: { code: { type: 'string' }, message: { type: 'string' }, details: {} }, required: ['code', 'message'] } },
+  required: ['error'],
 };
-const errors = {
-  '400': { description: 'invalid request', content: json(errorBody) },
-  '401': { description: 'missing or invalid API key (or forwarded JWT)', content: json(errorBody) },
-  '403': { description: 'the API key lacks the scope of this route, or the JWT names another tenant', content: json(errorBody) },
-  '429': { description: 'rate limit of the API key exceeded; see the Retry-After header', content: json(errorBody) },
-  '413': { description: 'body over the limit', content: json(errorBody) },
+const error = (description: string) => ({ description, content: json(errorBody) });
+/** Every route that needs an API key can answer these. */
+const authErrors = {
+  '401': {
+    ...error('missing or invalid API key (or forwarded JWT: bad signature, no `exp`, expired, lifetime over RAG_JWT_MAX_LIFETIME_S)'),
+    headers: { 'WWW-Authenticate': { schema: { type: 'string' } } },
+  },
+  '403': error(
+    'the API key lacks the scope of this route, the JWT names another tenant, or (anonymous local mode) the request could come from a web page: foreign Host, cross-origin Origin, or a form/multipart/text body without a key',
+  ),
+  '429': { ...error('rate limit of the API key exceeded'), headers: { 'Retry-After': { description: 'seconds', schema: { type: 'integer' } } } },
 };
+/** Routes with a request body. */
+const bodyErrors = { '400': error('invalid request'), '413': error('body over the limit'), ...authErrors };
+/** A document id as callers send it (the JSON body's `id`). */
+const idParam = { name: 'id', in: 'path', required: true, schema: jsonSchemaOf(DocumentInputSchema.shape.id.unwrap()) };
+
+/** Multipart upload: the same field schemas as the JSON body (metadata and acl as JSON text) and the file. */
+function multipartSchema(): JsonSchema {
+  const s = jsonSchemaOf(MultipartFieldsSchema);
+  const props = s.properties as Record<string, JsonSchema>;
+  props.metadata = { type: 'string', contentMediaType: 'application/json', description: 'JSON object: metadata values are string, number, boolean or string[]' };
+  props.acl = { type: 'string', contentMediaType: 'application/json', description: 'JSON array of ACL entries (`*`, `group:<g>`, `user:<id>`)' };
+  return { ...s, properties: { file: { type: 'string', format: 'binary' }, ...props }, required: ['file'] };
+}
 
 /** The OpenAPI 3.1 document served at /docs, built from the same zod schemas that validate requests. */
 export function buildOpenApi(version: string) {
@@ -30,61 +115,72 @@ export function buildOpenApi(version: string) {
       '/v1/documents': {
         post: {
           summary: 'Add or replace a document (JSON or multipart `file`)',
-          requestBody: {
-            content: {
-              ...json(schema(DocumentInputSchema)),
-              'multipart/form-data': {
-                schema: {
-                  type: 'object',
-                  properties: {
-                    file: { type: 'string', format: 'binary' },
-                    id: { type: 'string' },
-                    title: { type: 'string' },
-                    mime_type: { type: 'string' },
-                    metadata: { type: 'string', description: 'JSON object' },
-                    acl: { type: 'string', description: 'JSON array' },
-                  },
-                  required: ['file'],
-                },
-              },
-            },
+          requestBody: { required: true, content: { ...json(jsonSchemaOf(DocumentInputSchema)), 'multipart/form-data': { schema: multipartSchema() } } },
+          responses: {
+            '202': { description: 'queued' },
+            '409': error('the id belongs to a document of another tenant'),
+            '415': error('unsupported document type'),
+            ...bodyErrors,
           },
-          responses: { '202': { description: 'queued' }, ...errors, '415': { description: 'unsupported type', content: json(errorBody) } },
         },
-        get: { summary: 'List documents', responses: { '200': { description: 'documents and counts by status' } } },
+        get: {
+          summary: 'List documents',
+          parameters: [
+            { name: 'status', in: 'query', schema: jsonSchemaOf(DocumentStatusSchema) },
+            { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 } },
+            { name: 'offset', in: 'query', schema: { type: 'integer', minimum: 0, default: 0 } },
+          ],
+          responses: { '200': { description: 'documents and counts by status' }, '400': error('invalid query parameter'), ...authErrors },
+        },
       },
       '/v1/documents:batch': {
-        post: { summary: 'Add many documents', requestBody: { content: json(schema(BatchInputSchema)) }, responses: { '202': { description: '{accepted, rejected}' }, ...errors } },
+        post: {
+          summary: `Add many documents (up to ${LIMITS.maxBatchDocuments}); each is accepted or rejected on its own`,
+          requestBody: {
+            required: true,
+            content: json({
+              type: 'object',
+              properties: { documents: { type: 'array', minItems: 1, maxItems: LIMITS.maxBatchDocuments, items: jsonSchemaOf(DocumentInputSchema) } },
+              required: ['documents'],
+              additionalProperties: false,
+            }),
+          },
+          responses: { '202': { description: '{accepted, rejected}' }, ...bodyErrors },
+        },
       },
       '/v1/documents/{id}': {
-        parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
-        get: { summary: 'Document status', responses: { '200': { description: 'status' }, '404': { description: 'not found' } } },
-        delete: { summary: 'Delete a document from every store', responses: { '202': { description: 'queued' }, '404': { description: 'not found' } } },
+        parameters: [idParam],
+        get: { summary: 'Document status', responses: { '200': { description: 'status' }, '404': error('not found'), ...authErrors } },
+        delete: { summary: 'Delete a document from every store', responses: { '202': { description: 'queued' }, '404': error('not found'), ...authErrors } },
       },
       '/v1/query': {
         post: {
           summary: 'Answer a question with citations (stream:true for server-sent events)',
-          requestBody: { content: json(schema(QueryInputSchema)) },
-          responses: { '200': { description: '{answer, refused, citations, degraded, timings_ms, trace_id}' }, ...errors },
+          requestBody: { required: true, content: json(jsonSchemaOf(QueryInputSchema)) },
+          responses: { '200': { description: '{answer, refused, citations, degraded, timings_ms, trace_id}' }, ...bodyErrors },
         },
       },
       '/v1/retrieve': {
-        post: { summary: 'Retrieve chunks only', requestBody: { content: json(schema(RetrieveInputSchema)) }, responses: { '200': { description: 'results' }, ...errors } },
+        post: { summary: 'Retrieve chunks only', requestBody: { required: true, content: json(jsonSchemaOf(RetrieveInputSchema)) }, responses: { '200': { description: 'results' }, ...bodyErrors } },
       },
       '/v1/feedback': {
-        post: { summary: 'Thumbs up/down on an answer', requestBody: { content: json(schema(FeedbackInputSchema)) }, responses: { '202': { description: 'recorded' }, ...errors } },
+        post: { summary: 'Thumbs up/down on an answer', requestBody: { required: true, content: json(jsonSchemaOf(FeedbackInputSchema)) }, responses: { '202': { description: 'recorded' }, '404': error('no answer with this trace_id in the caller’s tenant'), ...bodyErrors } },
       },
       '/v1/admin/api-keys': {
         post: {
           summary: 'Create an API key of the caller’s tenant (admin scope); the key is in this answer only',
-          requestBody: { content: json(schema(ApiKeyCreateSchema)) },
-          responses: { '201': { description: '{id, key, tenant, scopes, groups, unrestricted, rate_limit, …}' }, ...errors },
+          requestBody: { required: true, content: json(jsonSchemaOf(ApiKeyCreateSchema)) },
+          responses: { '201': { description: '{id, key, tenant, scopes, groups, unrestricted, rate_limit, …}' }, ...bodyErrors },
         },
-        get: { summary: 'List the API keys of the caller’s tenant (admin scope; never the secrets)', responses: { '200': { description: '{api_keys}' }, ...errors } },
+        get: {
+          summary: 'List the API keys of the caller’s tenant (admin scope; never the secrets)',
+          parameters: [{ name: 'include_revoked', in: 'query', schema: { type: 'string', enum: ['true', 'false'] } }],
+          responses: { '200': { description: '{api_keys}' }, '400': error('invalid query parameter'), ...authErrors },
+        },
       },
       '/v1/admin/api-keys/{id}': {
         parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
-        delete: { summary: 'Revoke an API key (admin scope)', responses: { '200': { description: 'the revoked key' }, '404': { description: 'not found' }, ...errors } },
+        delete: { summary: 'Revoke an API key (admin scope)', responses: { '200': { description: 'the revoked key' }, '404': error('not found'), ...authErrors } },
       },
       '/v1/webhooks/confluence': {
         post: {

@@ -3,7 +3,7 @@ import type { Request, Response } from 'express';
 import type { z } from 'zod';
 import { QueryOrchestrator, newTraceId } from '@rag/application';
 import { FeedbackInputSchema, QueryInputSchema, RetrieveInputSchema } from '@rag/contracts';
-import { AppError, metrics } from '@rag/platform';
+import { AppError, Logger, metrics } from '@rag/platform';
 import { REGISTRY, type Registry } from '@rag/ports';
 import { scopeOf } from './auth';
 import { principalOf, RequireScope } from './auth.guard';
@@ -31,6 +31,7 @@ function parse<S extends z.ZodType>(schema: S, body: unknown): z.infer<S> {
 @Controller('v1')
 @RequireScope('query')
 export class QueryController {
+  private readonly log = new Logger('gateway');
   constructor(
     private readonly query: QueryOrchestrator,
     @Inject(REGISTRY) private readonly registry: Registry,
@@ -44,6 +45,7 @@ export class QueryController {
     if (!input.stream) {
       const answer = await this.query.answer(input, scopeOf(who), undefined, traceId);
       record(answer);
+      await this.issued(traceId, who.tenant);
       res.status(200).json(answer);
       return;
     }
@@ -58,6 +60,7 @@ export class QueryController {
     try {
       const answer = await this.query.answer(input, scopeOf(who), (text) => send('delta', { text }), traceId);
       record(answer);
+      await this.issued(traceId, who.tenant);
       send('done', answer);
     } catch (e) {
       const code = e instanceof AppError ? e.code : 'internal';
@@ -72,16 +75,30 @@ export class QueryController {
     const who = principalOf(req);
     const input = parse(RetrieveInputSchema, body);
     const { chunks: _chunks, ...rest } = await this.query.retrieve({ ...input, question: input.query }, scopeOf(who));
+    await this.issued(rest.trace_id, who.tenant);
     return rest;
   }
 
+  /** Feedback is bound to a trace this gateway issued to the caller's tenant: any other trace id is a 404. */
   @Post('feedback')
   @HttpCode(202)
-  async feedback(@Body() body: unknown) {
+  async feedback(@Req() req: Request, @Body() body: unknown) {
+    const who = principalOf(req);
     const input = parse(FeedbackInputSchema, body);
-    await this.registry.recordFeedback(input.trace_id, input.rating, input.comment);
+    const stored = await this.registry.recordFeedback(input.trace_id, who.tenant, input.rating, input.comment);
+    // The same answer for an unknown trace and another tenant's: no oracle for other tenants' trace ids.
+    if (!stored) throw new AppError('not_found', `trace ${input.trace_id} not found: feedback needs the trace_id of a query or retrieve answer of your tenant`);
     metrics.feedback.inc({ rating: input.rating });
     return { accepted: true };
+  }
+
+  /** Remembers the answer's trace for feedback; a registry failure costs that feedback, never the answer. */
+  private async issued(traceId: string, tenant: string): Promise<void> {
+    try {
+      await this.registry.recordQueryTrace(traceId, tenant);
+    } catch (e) {
+      this.log.warn('could not record the query trace; feedback on it will be refused', { trace_id: traceId, error: String(e) });
+    }
   }
 }
 
