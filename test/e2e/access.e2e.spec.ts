@@ -36,6 +36,7 @@ describe('tenants and access (embedded platform, end to end)', () => {
   let jwks: HttpServer;
   let sign: (claims: JWTPayload) => Promise<string>;
   let signWrongKey: (claims: JWTPayload) => Promise<string>;
+  let signBare: (claims: JWTPayload) => Promise<string>;
   const keys = {} as Record<KeyName, string>;
   const ids = {} as Record<KeyName, string>;
   const call: Call = (method, path, body, headers) => api(server, method, path, body, headers);
@@ -54,6 +55,8 @@ describe('tenants and access (embedded platform, end to end)', () => {
       new SignJWT({ iss: ISSUER, ...claims }).setProtectedHeader({ alg: 'ES256', kid: 'idp-1' }).setIssuedAt().setExpirationTime('5m').sign(key);
     sign = token(privateKey);
     signWrongKey = token(other.privateKey);
+    // No exp/iat set by the helper: the claims say what the token carries.
+    signBare = (claims) => new SignJWT({ iss: ISSUER, ...claims }).setProtectedHeader({ alg: 'ES256', kid: 'idp-1' }).sign(privateKey);
 
     // The keys exist before the gateway starts (as after `rag keys create`): anonymous access is closed from the start.
     const dataDir = mkdtempSync(join(tmpdir(), 'rag-access-'));
@@ -112,6 +115,22 @@ describe('tenants and access (embedded platform, end to end)', () => {
     expect(forged.status).toBe(401);
     const wrongIssuer = await retrieveIds(call, bearer(keys.gatewayA, { 'x-jwt-assertion': await sign({ iss: 'https://evil.example', sub: 'alice', tenant: TENANT_A }) }), 'hybrid');
     expect(wrongIssuer.status).toBe(401);
+  });
+
+  it('a forwarded JWT needs exp, and a lifetime within RAG_JWT_MAX_LIFETIME_S (default one day)', async () => {
+    const now = Math.floor(Date.now() / 1000);
+    const claims = { sub: 'alice', groups: ['hr'], tenant: TENANT_A };
+    const retrieve = async (jwt: string) => retrieveIds(call, bearer(keys.gatewayA, { 'x-jwt-assertion': jwt }), 'hybrid');
+    const noExp = await retrieve(await signBare({ ...claims, iat: now }));
+    expect(noExp.status).toBe(401);
+    expect(JSON.stringify(noExp.body)).toMatch(/exp/);
+    const tooLong = await retrieve(await signBare({ ...claims, iat: now, exp: now + 2 * 86_400 }));
+    expect(tooLong.status).toBe(401);
+    expect(JSON.stringify(tooLong.body)).toMatch(/RAG_JWT_MAX_LIFETIME_S/);
+    expect((await retrieve(await signBare({ ...claims, exp: now + 30 * 86_400 }))).status).toBe(401);
+    const fine = await retrieve(await signBare({ ...claims, iat: now, exp: now + 3600 }));
+    expect(fine.status).toBe(200);
+    expect(fine.ids).toEqual(VISIBLE.aliceHr);
   });
 
   it('crafted filters and bodies cannot widen a query: refused with 400, or they only narrow', async () => {
