@@ -7,6 +7,7 @@
 //   load    autocannon against POST /v1/query of the embedded platform (or --url) at 10/50/100 connections
 //   ingest  documents and chunks per second through the pipeline, with the share of each stage
 //   tracing query latency with OpenTelemetry off / ids only / exporting OTLP, three platforms side by side
+//   hnsw-persist  bytes written and docs/s per document of the embedded vector store, rewrite-per-flush vs checkpoints
 //
 // Each prints progress on stderr, then a results table and one JSON line on stdout (with hardware and date).
 // `npm run bench -- <name> --help` lists the options. Needs `npm run build` (the scripts load dist/).
@@ -16,10 +17,11 @@ const BENCHES = {
   load: () => require('./load'),
   ingest: () => require('./ingest'),
   tracing: () => require('./tracing'),
+  'hnsw-persist': () => require('./hnsw-persist'),
 };
 
 function help() {
-  const text = require('node:fs').readFileSync(__filename, 'utf8').split('\n').slice(2, 12).map((l) => l.replace(/^\/\/ ?/, ''));
+  const text = require('node:fs').readFileSync(__filename, 'utf8').split('\n').slice(2, 13).map((l) => l.replace(/^\/\/ ?/, ''));
   process.stdout.write(text.join('\n') + '\n');
 }
 

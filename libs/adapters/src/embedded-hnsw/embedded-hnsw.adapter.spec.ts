@@ -2,6 +2,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Filters, SearchScope } from '@rag/contracts';
+import Database from 'better-sqlite3';
 import { Logger } from '@rag/platform';
 import type { VectorRecord } from '@rag/ports';
 import { EmbeddedHnswVectorStore, modelFolderName, type EmbeddedHnswVectorStoreOptions } from './embedded-hnsw.adapter';
@@ -300,24 +301,25 @@ describe('EmbeddedHnswVectorStore', () => {
     expect(log3.messages).toEqual([]);
   });
 
-  it('rebuilds when the saved index is stale (writes after the last flush, then a crash)', async () => {
+  it('catches up a stale saved index instead of rebuilding it (writes after the last checkpoint, then a crash)', async () => {
     const s1 = make();
     const a = randomVector();
     const b = randomVector();
     await s1.upsert([rec('a#v1#0', 'a', 1, a)]);
-    await s1.flush();
+    await s1.close();
     const saved = path.join(dir, 'saved');
     fs.mkdirSync(saved);
     for (const f of ['index.hnsw', 'index.meta.json']) fs.copyFileSync(path.join(s1.storeDir, f), path.join(saved, f));
-    await s1.upsert([rec('b#v1#0', 'b', 1, b)]);
-    await s1.deleteDocument('a');
-    await s1.close();
-    // Simulate a crash before the last index write: put back the older index files.
+    const s2 = make();
+    await s2.upsert([rec('b#v1#0', 'b', 1, b)]);
+    await s2.deleteDocument('a');
+    await s2.close();
+    // Simulate a crash before the last checkpoint: put back the older index files.
     for (const f of ['index.hnsw', 'index.meta.json']) fs.copyFileSync(path.join(saved, f), path.join(s1.storeDir, f));
     const log = new CapturingLogger();
-    const s2 = make({ logger: log });
-    expect(log.messages).toContain('rebuilt hnsw index from sqlite');
-    const hits = await s2.search({ vector: a, k: 5, scope });
+    const s3 = make({ logger: log });
+    expect(log.messages).toEqual(['caught up hnsw index with sqlite']);
+    const hits = await s3.search({ vector: a, k: 5, scope });
     expect(hits.map((h) => h.chunk_id)).toEqual(['b#v1#0']);
   });
 
@@ -338,5 +340,272 @@ describe('EmbeddedHnswVectorStore', () => {
     await s.close();
     await s.close();
     await expect(s.count()).rejects.toThrow(/closed/);
+  });
+});
+
+describe('EmbeddedHnswVectorStore checkpoints and crash safety', () => {
+  let dir: string;
+  const open: EmbeddedHnswVectorStore[] = [];
+  const make = (o: Partial<EmbeddedHnswVectorStoreOptions> = {}, at = dir): EmbeddedHnswVectorStore => {
+    const s = new EmbeddedHnswVectorStore({ dir: at, modelId: 'test-model', dim: DIM, persistIntervalMs: 0, ef: 400, ...o });
+    open.push(s);
+    return s;
+  };
+  /** A process death: the SQLite handle goes away (its committed transactions stay), nothing else runs — no checkpoint. */
+  const crash = (s: EmbeddedHnswVectorStore): void => {
+    const raw = s as unknown as { db: { close(): void }; timer?: NodeJS.Timeout };
+    if (raw.timer) clearInterval(raw.timer);
+    raw.db.close();
+    open.splice(open.indexOf(s), 1);
+  };
+  const indexFile = (s: EmbeddedHnswVectorStore) => path.join(s.storeDir, 'index.hnsw');
+  const metaFile = (s: EmbeddedHnswVectorStore) => path.join(s.storeDir, 'index.meta.json');
+  /** Identity of the graph file's current version: a checkpoint renames a new file over it (new inode). */
+  const graphVersion = (s: EmbeddedHnswVectorStore): string | null => {
+    try {
+      const st = fs.statSync(indexFile(s));
+      return `${st.ino}:${st.mtimeMs}:${st.size}`;
+    } catch {
+      return null;
+    }
+  };
+
+  /** What the store must hold: chunk_id → record, maintained beside every operation of a test. */
+  class Model {
+    readonly records = new Map<string, VectorRecord>();
+    async upsert(s: EmbeddedHnswVectorStore, recs: VectorRecord[]): Promise<void> {
+      await s.upsert(recs);
+      for (const r of recs) this.records.set(r.chunk_id, r);
+    }
+    async deleteDocument(s: EmbeddedHnswVectorStore, doc: string, keep?: number): Promise<void> {
+      await s.deleteDocument(doc, keep);
+      for (const [id, r] of this.records) if (r.document_id === doc && r.version !== keep) this.records.delete(id);
+    }
+  }
+  /** Document d's version v: 3 chunks. */
+  const docRecs = (d: number, v: number): VectorRecord[] => [0, 1, 2].map((i) => rec(`d${d}#v${v}#${i}`, `d${d}`, v, randomVector(), { metadata: { d } }));
+  /** Ingests documents from..to-1 the way the indexer does: upsert, flush, delete older versions. */
+  const ingest = async (s: EmbeddedHnswVectorStore, m: Model, from: number, to: number, version = 1): Promise<void> => {
+    for (let d = from; d < to; d++) {
+      await m.upsert(s, docRecs(d, version));
+      await s.flush();
+      if (version > 1) await m.deleteDocument(s, `d${d}`, version);
+    }
+  };
+
+  /**
+   * Every committed vector is searchable, nothing else is, and the answers equal those of a store freshly built from
+   * the same records (and brute force: the graphs are small and ef exceeds their size, so both searches are exact).
+   */
+  const expectSameAsFresh = async (s: EmbeddedHnswVectorStore, m: Model): Promise<void> => {
+    const expected = [...m.records.values()];
+    expect(await s.count()).toBe(expected.length);
+    const all = await s.search({ vector: randomVector(), k: expected.length + 10, scope });
+    expect(all.map((h) => h.chunk_id).sort()).toEqual(expected.map((r) => r.chunk_id).sort());
+    for (const r of expected) expect((await s.search({ vector: r.vector, k: 1, scope }))[0]?.chunk_id).toBe(r.chunk_id);
+    const freshDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hnsw-fresh-'));
+    try {
+      const fresh = make({}, freshDir);
+      await fresh.upsert(expected);
+      for (let q = 0; q < 20; q++) {
+        const vector = randomVector();
+        const got = (await s.search({ vector, k: 5, scope })).map((h) => h.chunk_id);
+        expect(got).toEqual((await fresh.search({ vector, k: 5, scope })).map((h) => h.chunk_id));
+        const filtered = { d: { lt: 10 } };
+        expect((await s.search({ vector, k: 5, scope, filters: filtered })).map((h) => h.chunk_id)).toEqual(
+          (await fresh.search({ vector, k: 5, scope, filters: filtered })).map((h) => h.chunk_id),
+        );
+      }
+      await fresh.close();
+      open.splice(open.indexOf(fresh), 1);
+    } finally {
+      fs.rmSync(freshDir, { recursive: true, force: true });
+    }
+  };
+
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hnsw-ckpt-spec-'));
+  });
+  afterEach(async () => {
+    vi.useRealTimers();
+    for (const s of open.splice(0)) await s.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('flush() rewrites the graph only when max(checkpointOps, checkpointFraction × records) changes accumulated', async () => {
+    const s = make({ checkpointOps: 10, checkpointFraction: 0.5 });
+    const m = new Model();
+    await ingest(s, m, 0, 3); // 9 ops
+    expect(graphVersion(s)).toBeNull();
+    await ingest(s, m, 3, 4); // 12 ops >= max(10, 0.5 × 12)
+    const first = graphVersion(s);
+    expect(first).not.toBeNull();
+    expect(JSON.parse(fs.readFileSync(metaFile(s), 'utf8'))).toMatchObject({ format: 2, count: 12, max_label: 12 });
+    await ingest(s, m, 4, 7); // 9 more ops: under 10
+    expect(graphVersion(s)).toBe(first);
+    await ingest(s, m, 7, 8); // 12 ops >= max(10, 0.5 × 24)
+    const second = graphVersion(s);
+    expect(second).not.toBe(first);
+    await ingest(s, m, 8, 11); // 9 ops < max(10, 0.5 × 33)
+    expect(graphVersion(s)).toBe(second);
+    // Above 20 records the fraction rules: 12 new adds at 36 records (checked by flush) are under 0.5 × 36 = 18 ...
+    await ingest(s, m, 0, 1, 2); // 9 + 3 adds (flush: 12 < 18), then 3 deletes of v1 = 15 ops
+    expect(graphVersion(s)).toBe(second);
+    await ingest(s, m, 1, 2, 2); // ... and 18 ops at 36 records are due
+    expect(graphVersion(s)).not.toBe(second);
+    await s.close();
+    const log = new CapturingLogger();
+    await expectSameAsFresh(make({ logger: log }), m);
+    expect(log.messages).toEqual([]);
+  });
+
+  it('checks for a due checkpoint every persistIntervalMs, and writes none before it is due', async () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    const s = make({ checkpointOps: 5, persistIntervalMs: 1000 });
+    await s.upsert([0, 1, 2, 3].map((i) => rec(`d${i}#v1#0`, `d${i}`, 1, randomVector())));
+    vi.advanceTimersByTime(3000);
+    expect(graphVersion(s)).toBeNull();
+    await s.upsert([rec('d4#v1#0', 'd4', 1, randomVector())]);
+    expect(graphVersion(s)).toBeNull();
+    vi.advanceTimersByTime(1000);
+    expect(graphVersion(s)).not.toBeNull();
+  });
+
+  it('rejects invalid checkpoint settings', () => {
+    expect(() => make({ checkpointOps: 0 })).toThrow(/checkpointOps must be a positive integer/);
+    expect(() => make({ checkpointFraction: -1 })).toThrow(/checkpointFraction must be a finite number >= 0/);
+  });
+
+  it('a crash before the first checkpoint: the open rebuilds from SQLite and every committed vector is searchable', async () => {
+    const m = new Model();
+    const s1 = make({ checkpointOps: 1000 });
+    await ingest(s1, m, 0, 20);
+    await ingest(s1, m, 0, 5, 2);
+    await m.deleteDocument(s1, 'd7');
+    crash(s1);
+    expect(graphVersion(s1)).toBeNull();
+    const log = new CapturingLogger();
+    const s2 = make({ logger: log });
+    expect(log.messages).toEqual(['rebuilt hnsw index from sqlite']);
+    await expectSameAsFresh(s2, m);
+  });
+
+  it('crashes after upserts and deletes at several points: each open catches up from the last checkpoint, never rebuilds', async () => {
+    const m = new Model();
+    let s = make({ checkpointOps: 25 });
+    await ingest(s, m, 0, 12); // 36 ops: one checkpoint at 27
+    await m.deleteDocument(s, 'd3');
+    crash(s); // un-checkpointed: 3 adds + the delete of d3
+    let log = new CapturingLogger();
+    s = make({ checkpointOps: 25, logger: log });
+    expect(log.messages).toEqual(['caught up hnsw index with sqlite']);
+    await expectSameAsFresh(s, m);
+    // New versions replace old ones (slot reuse of deleted labels), deletes, new documents; crash again.
+    await ingest(s, m, 0, 6, 2);
+    await ingest(s, m, 12, 20);
+    await m.deleteDocument(s, 'd15');
+    await m.deleteDocument(s, 'd1', 3); // keeps no version: v3 does not exist
+    crash(s);
+    log = new CapturingLogger();
+    s = make({ checkpointOps: 25, logger: log });
+    expect(log.messages).toEqual(['caught up hnsw index with sqlite']);
+    await expectSameAsFresh(s, m);
+    // A crash right after an open that caught up (nothing written since): the next open catches up again.
+    crash(s);
+    log = new CapturingLogger();
+    s = make({ checkpointOps: 25, logger: log });
+    expect(log.messages).not.toContain('rebuilt hnsw index from sqlite');
+    await expectSameAsFresh(s, m);
+    // A clean close checkpoints: the next open has nothing to replay.
+    await s.close();
+    log = new CapturingLogger();
+    s = make({ checkpointOps: 25, logger: log });
+    expect(log.messages).toEqual([]);
+    await expectSameAsFresh(s, m);
+  });
+
+  it('an open whose catch-up reaches the threshold writes a checkpoint, so repeated crashes do not accumulate replay work', async () => {
+    const m = new Model();
+    const s1 = make({ checkpointOps: 1000 });
+    await ingest(s1, m, 0, 4);
+    await s1.close();
+    const s2 = make({ checkpointOps: 1000 });
+    const before = graphVersion(s2);
+    await ingest(s2, m, 4, 10);
+    crash(s2); // 18 un-checkpointed ops
+    const s3 = make({ checkpointOps: 10 }); // a lower threshold: the catch-up alone is due
+    expect(graphVersion(s3)).not.toBe(before);
+    crash(s3);
+    const log = new CapturingLogger();
+    const s4 = make({ checkpointOps: 10, logger: log });
+    expect(log.messages).toEqual([]);
+    await expectSameAsFresh(s4, m);
+  });
+
+  it('a crash in the middle of a checkpoint (temporary files left, or the new graph beside the old meta) still opens with every vector', async () => {
+    const m = new Model();
+    const s1 = make({ checkpointOps: 15 });
+    await ingest(s1, m, 0, 5); // checkpoint at 15
+    const oldMeta = fs.readFileSync(metaFile(s1));
+    await ingest(s1, m, 5, 10); // checkpoint at 30
+    await ingest(s1, m, 0, 2, 2);
+    await m.deleteDocument(s1, 'd8');
+    crash(s1);
+    // Crash between the graph's rename and the meta's: the new graph beside the previous meta, and a half-written meta.
+    fs.writeFileSync(metaFile(s1), oldMeta);
+    fs.writeFileSync(`${metaFile(s1)}.tmp`, '{"format":2,');
+    // ...and, from a later attempt, a graph file that was being written when the process died.
+    fs.writeFileSync(`${indexFile(s1)}.tmp`, Buffer.alloc(1000, 7));
+    const log = new CapturingLogger();
+    const s2 = make({ checkpointOps: 15, logger: log });
+    expect(log.messages).toEqual(['caught up hnsw index with sqlite']);
+    expect(fs.existsSync(`${indexFile(s1)}.tmp`)).toBe(false);
+    expect(fs.existsSync(`${metaFile(s1)}.tmp`)).toBe(false);
+    await expectSameAsFresh(s2, m);
+    // The caught-up graph keeps working: more writes, a clean close, a reopen without replay.
+    await ingest(s2, m, 10, 14);
+    await s2.close();
+    const log3 = new CapturingLogger();
+    await expectSameAsFresh(make({ checkpointOps: 15, logger: log3 }), m);
+    expect(log3.messages).toEqual([]);
+  });
+
+  it('an index of the previous format (rewritten on every flush) is loaded and caught up, not rebuilt', async () => {
+    const m = new Model();
+    const s1 = make();
+    await ingest(s1, m, 0, 6);
+    await s1.close();
+    const meta = JSON.parse(fs.readFileSync(metaFile(s1), 'utf8')) as Record<string, unknown>;
+    delete meta['max_label'];
+    fs.writeFileSync(metaFile(s1), JSON.stringify({ ...meta, format: 1 }));
+    const s2 = make();
+    await ingest(s2, m, 6, 8);
+    crash(s2);
+    const log = new CapturingLogger();
+    const s3 = make({ logger: log });
+    expect(log.messages).toEqual(['caught up hnsw index with sqlite']);
+    await expectSameAsFresh(s3, m);
+  });
+
+  it('rebuilds when the graph holds labels SQLite never issued (SQLite lost commits), so labels are not reused for other vectors', async () => {
+    const m = new Model();
+    const s1 = make();
+    await ingest(s1, m, 0, 4); // labels 1..12
+    await s1.close();
+    // What a power loss under a disk that ignores fsync could leave: SQLite without its last document.
+    const db = new Database(path.join(s1.storeDir, 'vectors.db'));
+    db.prepare("DELETE FROM records WHERE document_id = 'd3'").run();
+    db.prepare("UPDATE sqlite_sequence SET seq = 9 WHERE name = 'records'").run();
+    db.close();
+    for (let i = 0; i < 3; i++) m.records.delete(`d3#v1#${i}`);
+    const log = new CapturingLogger();
+    const s2 = make({ logger: log });
+    expect(log.messages).toEqual(['rebuilt hnsw index from sqlite']);
+    await expectSameAsFresh(s2, m);
+    // Labels 10..12 are issued again, now for other vectors: each is found by its own vector.
+    await ingest(s2, m, 4, 12);
+    await m.deleteDocument(s2, 'd5');
+    await ingest(s2, m, 0, 12, 2);
+    await expectSameAsFresh(s2, m);
   });
 });

@@ -12,14 +12,21 @@ import { openSqlite } from '../sqlite/open-sqlite';
 /**
  * Embedded, persistent vector store for the one-process mode.
  *
- * - SQLite (better-sqlite3, WAL) is the source of truth: one row per chunk with its security fields,
- *   metadata and the float32 vector as a BLOB. The row's `label` (an AUTOINCREMENT rowid, never reused)
- *   is the hnswlib label.
- * - The hnswlib graph (cosine space) is derived data. It is written to `index.hnsw` (plus `index.meta.json`
- *   recording the SQLite generation and record count it reflects) on `flush()`, on `close()`, after a
- *   rebuild and periodically while dirty. On open it is loaded only when its meta matches SQLite;
- *   otherwise it is rebuilt from the SQLite blobs. A crash therefore can never lose vectors: at worst
- *   the next open spends time rebuilding.
+ * - SQLite (better-sqlite3, WAL) is the source of truth and the write-ahead log: one row per chunk with its security
+ *   fields, metadata and the float32 vector as a BLOB, committed before `upsert`/`deleteDocument` return. The row's
+ *   `label` (an AUTOINCREMENT rowid, never reused) is the hnswlib label, so a label always names the same vector.
+ * - The hnswlib graph (cosine space) is derived data, checkpointed to `index.hnsw` (plus `index.meta.json`) only when
+ *   the graph changes (adds + deletes) since the last checkpoint reach max(`checkpointOps`, `checkpointFraction` ×
+ *   records), checked on `flush()` and periodically, and on `close()`. A checkpoint rewrites the whole graph (hnswlib
+ *   has no incremental save), so this rule keeps the bytes written per upserted record bounded by a constant
+ *   (≤ graph bytes per record / fraction) instead of growing with the corpus, as a rewrite on every flush did.
+ * - On open the last checkpoint is loaded and CAUGHT UP with SQLite: labels in SQLite missing from the graph are
+ *   added, labels in the graph that SQLite no longer holds are marked deleted. The work is bounded by the ops since
+ *   the last checkpoint. The graph is rebuilt from all blobs only when the checkpoint is missing, unreadable or
+ *   foreign. A checkpoint writes a temporary file, fsyncs it and renames it over the old one, then does the same for
+ *   the meta; before that, SQLite's WAL is checkpointed (synced) so the graph never holds a label SQLite could lose.
+ *   A crash at any point (mid-checkpoint included) therefore leaves either checkpoint, and the catch-up makes every
+ *   committed vector searchable.
  * - Search passes a filter callback to `searchKnn`, which evaluates `matches()` (tenant, ACL, metadata
  *   filters) on an in-memory label → fields map, so filtering happens inside the graph traversal and a
  *   restrictive filter still yields k matching hits (hnswlib keeps exploring until it has `ef` allowed
@@ -44,7 +51,14 @@ export interface EmbeddedHnswVectorStoreOptions {
   ef?: number;
   /** Initial capacity of a new index (default 1024); it doubles whenever full. */
   initialCapacity?: number;
-  /** Write the index file every this many ms while it has unsaved changes (default 60 000; 0 = only on flush/close). */
+  /**
+   * A checkpoint of the graph is due once this many graph changes (adds + deletes) accumulated since the last one, or
+   * `checkpointFraction` × records if that is larger (default 10 000). Bounds the catch-up work of an open after a crash.
+   */
+  checkpointOps?: number;
+  /** See `checkpointOps` (default 0.1: a checkpoint rewrites the graph at most once per 10 % of it changing). */
+  checkpointFraction?: number;
+  /** Check every this many ms whether a checkpoint is due and write it (default 60 000; 0 = only on flush/close). */
   persistIntervalMs?: number;
   /** SQLite `synchronous` (default FULL: a returned upsert survives power loss). */
   synchronous?: 'FULL' | 'NORMAL';
@@ -72,8 +86,11 @@ interface IndexMeta {
   format: number;
   model_id: string;
   dim: number;
+  /** SQLite generation and record count the checkpoint reflects (informational: the catch-up compares labels). */
   generation: number;
   count: number;
+  /** Highest label in the graph when it was written (format 2). */
+  max_label?: number;
   saved_at: string;
 }
 
@@ -82,7 +99,9 @@ type IndexOp = { kind: 'remove'; label: number } | { kind: 'add'; label: number;
 const INDEX_FILE = 'index.hnsw';
 const META_FILE = 'index.meta.json';
 const DB_FILE = 'vectors.db';
-const META_FORMAT = 1;
+/** Format 2: checkpoints that are caught up on open. Format 1 (graph rewritten on every flush) loads the same way. */
+const META_FORMAT = 2;
+const READABLE_META_FORMATS = new Set([1, 2]);
 const NEW_STORE = 'new store';
 
 /** Folder name for a model: readable, filesystem-safe, and unambiguous (a hash is added when characters were replaced). */
@@ -109,6 +128,29 @@ function toArray(v: Float32Array): number[] {
   return Array.from(v);
 }
 
+/** fsync a file or folder by path (a folder's fsync makes a rename in it durable). */
+function fsyncPath(p: string, isDir = false): void {
+  let fd: number;
+  try {
+    fd = fs.openSync(p, 'r');
+  } catch (e) {
+    if (isDir) return; // platforms that cannot open a folder (Windows) have no folder fsync either
+    throw e;
+  }
+  try {
+    fs.fsyncSync(fd);
+  } catch (e) {
+    const code = (e as { code?: string }).code;
+    if (!(isDir && (code === 'EISDIR' || code === 'EINVAL' || code === 'EPERM' || code === 'EBADF'))) throw e;
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+function errorMessage(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
+
 export class EmbeddedHnswVectorStore implements VectorStore {
   readonly storeDir: string;
   private readonly dim: number;
@@ -118,6 +160,9 @@ export class EmbeddedHnswVectorStore implements VectorStore {
   private readonly ef: number;
   private readonly initialCapacity: number;
   private readonly randomSeed: number;
+  private readonly checkpointOps: number;
+  private readonly checkpointFraction: number;
+  private readonly synchronous: 'FULL' | 'NORMAL';
   private readonly log: Logger;
   private readonly db: Database.Database;
   private index!: HierarchicalNSW;
@@ -126,7 +171,10 @@ export class EmbeddedHnswVectorStore implements VectorStore {
   /** Labels present in the graph but marked deleted (their slots are reused by later inserts). */
   private deletedInIndex = 0;
   private generation = 0;
-  private dirty = false;
+  /** Graph changes (adds + deletes) since the last checkpoint: what an open after a crash must replay. */
+  private opsSinceCheckpoint = 0;
+  /** Set after a rebuild: the graph differs from the checkpoint in unknown ways, so the next check writes one. */
+  private checkpointRequired = false;
   private closed = false;
   private timer: NodeJS.Timeout | undefined;
 
@@ -139,6 +187,7 @@ export class EmbeddedHnswVectorStore implements VectorStore {
     countAll: Database.Statement<[], { n: number }>;
     countDoc: Database.Statement<[string], { n: number }>;
     setGeneration: Database.Statement<[string]>;
+    vectorOf: Database.Statement<[number], { vector: Buffer }>;
   };
 
   /** Async factory (the constructor is synchronous; this is the form DI factories usually want). */
@@ -156,11 +205,20 @@ export class EmbeddedHnswVectorStore implements VectorStore {
     this.ef = opts.ef ?? 100;
     this.initialCapacity = Math.max(16, opts.initialCapacity ?? 1024);
     this.randomSeed = opts.randomSeed ?? 100;
+    this.checkpointOps = opts.checkpointOps ?? 10_000;
+    this.checkpointFraction = opts.checkpointFraction ?? 0.1;
+    if (!Number.isInteger(this.checkpointOps) || this.checkpointOps < 1) {
+      throw new Error(`EmbeddedHnswVectorStore: checkpointOps must be a positive integer, got ${this.checkpointOps}`);
+    }
+    if (!Number.isFinite(this.checkpointFraction) || this.checkpointFraction < 0) {
+      throw new Error(`EmbeddedHnswVectorStore: checkpointFraction must be a finite number >= 0, got ${this.checkpointFraction}`);
+    }
+    this.synchronous = opts.synchronous ?? 'FULL';
     this.log = opts.logger ?? new Logger('embedded-hnsw');
     this.storeDir = path.join(opts.dir, modelFolderName(opts.modelId, opts.dim));
     fs.mkdirSync(this.storeDir, { recursive: true });
 
-    this.db = openSqlite(path.join(this.storeDir, DB_FILE), opts.synchronous);
+    this.db = openSqlite(path.join(this.storeDir, DB_FILE), this.synchronous);
     try {
       this.db.exec(`
         CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -188,6 +246,7 @@ export class EmbeddedHnswVectorStore implements VectorStore {
         countAll: this.db.prepare('SELECT COUNT(*) AS n FROM records'),
         countDoc: this.db.prepare('SELECT COUNT(*) AS n FROM records WHERE document_id = ?'),
         setGeneration: this.db.prepare("INSERT INTO meta (key, value) VALUES ('generation', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"),
+        vectorOf: this.db.prepare('SELECT vector FROM records WHERE label = ?'),
       };
       const gen = this.db.prepare<[], { value: string }>("SELECT value FROM meta WHERE key = 'generation'").get();
       this.generation = gen ? Number(gen.value) : 0;
@@ -200,11 +259,11 @@ export class EmbeddedHnswVectorStore implements VectorStore {
     const every = opts.persistIntervalMs ?? 60_000;
     if (every > 0) {
       this.timer = setInterval(() => {
-        if (!this.dirty || this.closed) return;
+        if (this.closed) return;
         try {
-          this.persistIndex();
+          this.checkpointIfDue();
         } catch (e) {
-          this.log.error('periodic hnsw index write failed', { dir: this.storeDir, error: e });
+          this.log.error('periodic hnsw checkpoint failed', { dir: this.storeDir, error: e });
         }
       }, every);
       this.timer.unref();
@@ -298,16 +357,20 @@ export class EmbeddedHnswVectorStore implements VectorStore {
     return documentId === undefined ? this.stmt.countAll.get()!.n : this.stmt.countDoc.get(documentId)!.n;
   }
 
+  /**
+   * Every upsert and delete is already committed to SQLite (durable as `synchronous` says) when it returns, and an
+   * open after a crash replays it into the graph, so flushing only writes a graph checkpoint when one is due.
+   */
   async flush(): Promise<void> {
     this.assertOpen();
-    if (this.dirty) this.persistIndex();
+    this.checkpointIfDue();
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
     if (this.timer) clearInterval(this.timer);
     try {
-      if (this.dirty) this.persistIndex();
+      if (this.opsSinceCheckpoint > 0 || this.checkpointRequired) this.persistIndex();
     } finally {
       this.closed = true;
       this.db.close();
@@ -372,22 +435,29 @@ export class EmbeddedHnswVectorStore implements VectorStore {
   }
 
   private openIndex(): void {
-    const reason = this.tryLoadIndex();
-    if (reason === null) return;
-    if (reason === NEW_STORE) {
+    for (const f of [INDEX_FILE, META_FILE]) fs.rmSync(path.join(this.storeDir, `${f}.tmp`), { force: true }); // a crashed checkpoint's
+    const started = Date.now();
+    const loaded = this.tryLoadIndex();
+    if (loaded === NEW_STORE) {
       this.index = this.newIndex(this.initialCapacity);
       this.deletedInIndex = 0;
-      this.dirty = false;
       return;
     }
-    const started = Date.now();
+    const reason = typeof loaded === 'string' ? loaded : this.catchUp(loaded);
+    if (reason === null) {
+      if (this.opsSinceCheckpoint > 0) {
+        this.log.info('caught up hnsw index with sqlite', { dir: this.storeDir, ops: this.opsSinceCheckpoint, records: this.live.size, ms: Date.now() - started });
+      }
+      this.checkpointIfDue();
+      return;
+    }
     this.rebuildIndex();
     this.log.info('rebuilt hnsw index from sqlite', { dir: this.storeDir, reason, records: this.live.size, ms: Date.now() - started });
     this.persistIndex();
   }
 
-  /** Loads the saved index when it reflects the SQLite state; returns why it could not, or null on success. */
-  private tryLoadIndex(): string | null {
+  /** Loads the last checkpoint of this store's graph; returns why it could not (or NEW_STORE). */
+  private tryLoadIndex(): HierarchicalNSW | string {
     const indexPath = path.join(this.storeDir, INDEX_FILE);
     const metaPath = path.join(this.storeDir, META_FILE);
     if (!fs.existsSync(indexPath)) return this.live.size === 0 && this.generation === 0 ? NEW_STORE : 'index file missing';
@@ -397,22 +467,62 @@ export class EmbeddedHnswVectorStore implements VectorStore {
     } catch {
       return 'index meta missing or unreadable';
     }
-    if (meta.format !== META_FORMAT || meta.model_id !== this.modelId || meta.dim !== this.dim) return 'index meta is for another format/model';
-    if (meta.generation !== this.generation || meta.count !== this.live.size) {
-      return `index is stale (index generation ${meta.generation}/${meta.count} records, sqlite ${this.generation}/${this.live.size})`;
-    }
+    if (!READABLE_META_FORMATS.has(meta.format) || meta.model_id !== this.modelId || meta.dim !== this.dim) return 'index meta is for another format/model';
     const index = new HierarchicalNSW('cosine', this.dim);
     try {
       index.readIndexSync(indexPath, true);
     } catch (e) {
-      return `index file unreadable: ${e instanceof Error ? e.message : String(e)}`;
+      return `index file unreadable: ${errorMessage(e)}`;
     }
-    const ids = new Set(index.getIdsList());
-    for (const label of this.live.keys()) if (!ids.has(label)) return `index lacks label ${label}`;
+    return index;
+  }
+
+  /**
+   * Brings a loaded checkpoint up to SQLite (the write-ahead log): graph labels SQLite no longer holds are marked
+   * deleted, SQLite labels the graph lacks are added. Correct for any complete checkpoint of this store, however old,
+   * because labels are never reused: a label present in both holds the same vector. Returns null, or why the
+   * checkpoint cannot be used (then the caller rebuilds).
+   */
+  private catchUp(index: HierarchicalNSW): string | null {
+    const ids = index.getIdsList();
+    const issued = this.db.prepare<[], { seq: number }>("SELECT seq FROM sqlite_sequence WHERE name = 'records'").get()?.seq ?? 0;
+    let maxLabel = 0;
+    for (const id of ids) if (id > maxLabel) maxLabel = id;
+    // A graph label SQLite never issued means SQLite lost commits the graph saw; those labels would be issued again
+    // for other vectors, so this checkpoint must not be used.
+    if (maxLabel > issued) return `index holds label ${maxLabel} but sqlite issued labels up to ${issued} only`;
+    const inGraph = new Set(ids);
+    let liveInGraph = 0;
+    let ops = 0;
+    for (const id of ids) {
+      if (this.live.has(id)) {
+        liveInGraph += 1;
+        continue;
+      }
+      try {
+        index.markDelete(id);
+        ops += 1;
+      } catch {
+        // already marked deleted when the checkpoint was written
+      }
+    }
     this.index = index;
     this.index.setEf(this.ef);
-    this.deletedInIndex = Math.max(0, index.getCurrentCount() - this.live.size);
-    this.dirty = false;
+    this.deletedInIndex = index.getCurrentCount() - liveInGraph;
+    const missing: number[] = [];
+    for (const label of this.live.keys()) if (!inGraph.has(label)) missing.push(label);
+    missing.sort((a, b) => a - b);
+    try {
+      for (const label of missing) {
+        const row = this.stmt.vectorOf.get(label);
+        if (!row) throw new Error(`record ${label} vanished during the catch-up`);
+        this.addToGraph(label, fromBlob(row.vector));
+        ops += 1;
+      }
+    } catch (e) {
+      return `catch-up failed: ${errorMessage(e)}`;
+    }
+    this.opsSinceCheckpoint = ops;
     return null;
   }
 
@@ -429,7 +539,19 @@ export class EmbeddedHnswVectorStore implements VectorStore {
     this.deletedInIndex = 0;
     const rows = this.db.prepare<[], { label: number; vector: Buffer }>('SELECT label, vector FROM records ORDER BY label');
     for (const r of rows.iterate()) this.index.addPoint(toArray(fromBlob(r.vector)), r.label);
-    this.dirty = true;
+    this.checkpointRequired = true;
+  }
+
+  /** Adds a point, reusing a deleted slot when there is one and growing the graph (doubling) when it is full. */
+  private addToGraph(label: number, vector: Float32Array): void {
+    if (this.deletedInIndex === 0 && this.index.getCurrentCount() >= this.index.getMaxElements()) {
+      const next = Math.max(this.initialCapacity, this.index.getMaxElements() * 2);
+      this.index.resizeIndex(next);
+      this.log.debug('grew hnsw index', { dir: this.storeDir, capacity: next });
+    }
+    const reuse = this.deletedInIndex > 0;
+    this.index.addPoint(toArray(vector), label, reuse);
+    if (reuse) this.deletedInIndex -= 1;
   }
 
   /** Applies committed SQLite changes to the graph and the label map. */
@@ -441,17 +563,12 @@ export class EmbeddedHnswVectorStore implements VectorStore {
           if (this.live.delete(op.label)) {
             this.index.markDelete(op.label);
             this.deletedInIndex += 1;
+            this.opsSinceCheckpoint += 1;
           }
         } else {
-          if (this.deletedInIndex === 0 && this.index.getCurrentCount() >= this.index.getMaxElements()) {
-            const next = Math.max(this.initialCapacity, this.index.getMaxElements() * 2);
-            this.index.resizeIndex(next);
-            this.log.debug('grew hnsw index', { dir: this.storeDir, capacity: next });
-          }
-          const reuse = this.deletedInIndex > 0;
-          this.index.addPoint(toArray(op.vector), op.label, reuse);
-          if (reuse) this.deletedInIndex -= 1;
+          this.addToGraph(op.label, op.vector);
           this.live.set(op.label, op.entry);
+          this.opsSinceCheckpoint += 1;
         }
       }
     } catch (e) {
@@ -460,28 +577,49 @@ export class EmbeddedHnswVectorStore implements VectorStore {
       this.loadLive();
       this.rebuildIndex();
     }
-    this.dirty = true;
   }
 
-  /** Writes the graph, then its meta; the meta is removed first so a crash mid-write forces a rebuild, never a stale load. */
+  /** Graph changes after which a checkpoint is due: max(checkpointOps, checkpointFraction × records). */
+  private checkpointThreshold(): number {
+    return Math.max(this.checkpointOps, Math.ceil(this.checkpointFraction * this.live.size));
+  }
+
+  private checkpointIfDue(): void {
+    if (this.checkpointRequired || (this.opsSinceCheckpoint > 0 && this.opsSinceCheckpoint >= this.checkpointThreshold())) this.persistIndex();
+  }
+
+  /**
+   * Writes a checkpoint: the graph to a temporary file, fsync, rename over `index.hnsw`; then the meta the same way.
+   * A crash leaves the old or the new graph file complete (the temporary one is removed on open) and either is caught
+   * up on open, so the meta need not be removed first. With `synchronous` NORMAL the SQLite WAL is checkpointed (which
+   * syncs it) first, so the graph never holds a label a power loss could take from SQLite.
+   */
   private persistIndex(): void {
+    if (this.synchronous === 'NORMAL') this.db.pragma('wal_checkpoint(FULL)');
     const indexPath = path.join(this.storeDir, INDEX_FILE);
     const metaPath = path.join(this.storeDir, META_FILE);
-    fs.rmSync(metaPath, { force: true });
     const tmpIndex = `${indexPath}.tmp`;
     this.index.writeIndexSync(tmpIndex);
+    fsyncPath(tmpIndex);
     fs.renameSync(tmpIndex, indexPath);
+    fsyncPath(this.storeDir, true);
+    let maxLabel = 0;
+    for (const label of this.live.keys()) if (label > maxLabel) maxLabel = label;
     const meta: IndexMeta = {
       format: META_FORMAT,
       model_id: this.modelId,
       dim: this.dim,
       generation: this.generation,
       count: this.live.size,
+      max_label: maxLabel,
       saved_at: new Date().toISOString(),
     };
     const tmpMeta = `${metaPath}.tmp`;
     fs.writeFileSync(tmpMeta, JSON.stringify(meta));
+    fsyncPath(tmpMeta);
     fs.renameSync(tmpMeta, metaPath);
-    this.dirty = false;
+    fsyncPath(this.storeDir, true);
+    this.opsSinceCheckpoint = 0;
+    this.checkpointRequired = false;
   }
 }

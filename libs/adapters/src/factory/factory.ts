@@ -154,6 +154,8 @@ export function createVectorStore(config: AppConfig, embedder: EmbeddingSpace): 
         m: config.RAG_HNSW_M,
         efConstruction: config.RAG_HNSW_EF_CONSTRUCTION,
         ef: config.RAG_HNSW_EF,
+        checkpointOps: config.RAG_HNSW_CHECKPOINT_OPS,
+        checkpointFraction: config.RAG_HNSW_CHECKPOINT_FRACTION,
         synchronous: config.RAG_SQLITE_SYNCHRONOUS,
       });
     case 'milvus':
