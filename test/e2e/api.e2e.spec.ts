@@ -41,7 +41,7 @@ describe('gateway API (embedded platform, end to end)', () => {
     expect(page.body).toContain('/v1/query');
   });
 
-  it('ingests JSON, batch and multipart PDF documents, then answers with citations of real chunks', async () => {
+  it('ingests JSON, batch and base64 PDF documents, then answers with citations of real chunks', async () => {
     const a = await api(server, 'POST', '/v1/documents', { id: 'wing', title: 'Swept wings', text: WING, metadata: { topic: 'transition', year: 1961 } });
     expect(a.status).toBe(202);
     expect(a.body).toMatchObject({ document_id: 'wing', version: 1, status: 'queued' });
@@ -62,10 +62,13 @@ describe('gateway API (embedded platform, end to end)', () => {
       ],
       { title: 'Shock tubes' },
     );
+    // Anonymous local mode takes JSON only (a multipart form is what a cross-site page can forge: 403 without a key,
+    // see local-mode.e2e.spec.ts); the same PDF goes as content_base64.
     const form = new FormData();
     form.append('file', new Blob([new Uint8Array(pdf)], { type: 'application/pdf' }), 'shock.pdf');
     form.append('id', 'shock');
-    const up = await api(server, 'POST', '/v1/documents', form);
+    expect((await api(server, 'POST', '/v1/documents', form)).status).toBe(403);
+    const up = await api(server, 'POST', '/v1/documents', { id: 'shock', content_base64: Buffer.from(pdf).toString('base64'), mime_type: 'application/pdf' });
     expect(up.status).toBe(202);
 
     for (const id of ['wing', 'heat', 'shock']) expect((await waitForStatus(server, id)).status).toBe('indexed');
