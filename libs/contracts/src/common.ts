@@ -4,7 +4,24 @@ import { z } from 'zod';
 export const MetadataValueSchema = z.union([z.string(), z.number().finite(), z.boolean(), z.array(z.string())]);
 export type MetadataValue = z.infer<typeof MetadataValueSchema>;
 
-export const MetadataSchema = z.record(z.string().min(1).max(128), MetadataValueSchema);
+/**
+ * Caps on one document's metadata, for every producer (API, webhooks, reconciler, JSONL): the metadata is copied into
+ * every chunk, so 10k keys in one 600 KB request once cost 1.1 GB on disk. 64 keys and 16 KiB (as JSON, UTF-8) leave
+ * room for any real set of attributes; a 20k-chunk document then carries at most 320 MB of metadata copies.
+ */
+export const METADATA_LIMITS = { maxKeys: 64, maxBytes: 16 * 1024 } as const;
+
+export const MetadataSchema = z.record(z.string().min(1).max(128), MetadataValueSchema).superRefine((m, ctx) => {
+  const keys = Object.keys(m).length;
+  if (keys > METADATA_LIMITS.maxKeys) {
+    ctx.addIssue({ code: 'custom', message: `metadata has ${keys} keys; at most ${METADATA_LIMITS.maxKeys} are allowed` });
+    return;
+  }
+  const bytes = new TextEncoder().encode(JSON.stringify(m)).length;
+  if (bytes > METADATA_LIMITS.maxBytes) {
+    ctx.addIssue({ code: 'custom', message: `metadata is ${bytes} bytes as JSON; at most ${METADATA_LIMITS.maxBytes} are allowed` });
+  }
+});
 export type Metadata = z.infer<typeof MetadataSchema>;
 
 /**

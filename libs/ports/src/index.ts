@@ -8,3 +8,4 @@ export * from './bus.port';
 export * from './api-key-store.port';
 export * from './source-connector.port';
 export * from './store-inspector.port';
+export * from './document-parser.port';

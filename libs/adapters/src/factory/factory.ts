@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import type { AppConfig } from '@rag/platform';
-import type { Bus, Embedder, EmbeddingSpace, KeywordIndex, Llm, Registry, Reranker, VectorStore } from '@rag/ports';
+import type { Bus, DocumentParser, Embedder, EmbeddingSpace, KeywordIndex, Llm, Registry, Reranker, VectorStore } from '@rag/ports';
 import { CrossEncoderReranker } from '../cross-encoder';
 import { EmbeddedBm25KeywordIndex } from '../embedded-bm25';
 import { EmbeddedHnswVectorStore } from '../embedded-hnsw';
@@ -17,6 +17,7 @@ import { fetchMissingModels, OnnxEmbedder } from '../onnx-embedder';
 import { ScriptRoutedEmbedder } from '../script-routed-embedder';
 import { OpenAiCompatibleLlm } from '../openai-llm';
 import { SqliteRegistry } from '../sqlite-registry';
+import { WorkerDocumentParser } from '../worker-parser';
 
 /* Adapter selection: one exhaustive switch per port on validated config; an unknown value is a startup error. */
 
@@ -57,6 +58,16 @@ export function createBus(config: AppConfig): Bus {
     default:
       return unknown('RAG_BUS', kind);
   }
+}
+
+/** Uploads are parsed in a worker-thread pool, each parse within the time, memory and size limits of the settings. */
+export function createDocumentParser(config: AppConfig): DocumentParser {
+  return new WorkerDocumentParser({
+    workers: config.RAG_PARSE_WORKERS,
+    timeoutMs: config.RAG_PARSE_TIMEOUT_MS,
+    maxMemoryMb: config.RAG_PARSE_MAX_MEMORY_MB,
+    limits: { maxInflatedBytes: config.RAG_MAX_INFLATED_BYTES, maxPages: config.RAG_MAX_PAGES, maxTextBytes: config.RAG_MAX_TEXT_BYTES },
+  });
 }
 
 export function createRegistry(config: AppConfig): Registry {

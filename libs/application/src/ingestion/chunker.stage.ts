@@ -1,16 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import { DocumentEventSchema, Topic, type ChunksEvent } from '@rag/contracts';
-import { chunkDocument, type ChunkOptions } from '@rag/domain';
+import { chunkDocumentWithin, DEFAULT_MAX_CHUNKS_PER_DOCUMENT, type ChunkOptions } from '@rag/domain';
 import { setSpanAttributes } from '@rag/platform';
 import type { Bus, BusMessage } from '@rag/ports';
 import { publishStatus } from './stage-publisher';
 import { parseMessage } from './validate';
 
-/** Splits a structured document into parent and child chunks. */
+/** Splits a structured document into parent and child chunks; a document over `maxChunks` chunks is `failed`. */
 export class ChunkerStage {
   constructor(
     private readonly bus: Bus,
     private readonly options: ChunkOptions,
+    /** RAG_MAX_CHUNKS_PER_DOCUMENT */
+    private readonly maxChunks: number = DEFAULT_MAX_CHUNKS_PER_DOCUMENT,
   ) {}
 
   async handle(msg: BusMessage): Promise<void> {
@@ -25,7 +27,20 @@ export class ChunkerStage {
       return;
     }
     const doc = event.document;
-    const chunks = chunkDocument(doc, this.options);
+    const chunked = chunkDocumentWithin(doc, this.options, this.maxChunks);
+    if (!chunked.ok) {
+      setSpanAttributes({ 'rag.outcome': 'failed' });
+      await publishStatus(this.bus, {
+        document_id: doc.document_id,
+        tenant: doc.tenant,
+        version: doc.version,
+        status: 'failed',
+        stage: 'chunker',
+        error: `${chunked.code}: ${chunked.reason} (RAG_MAX_CHUNKS_PER_DOCUMENT)`,
+      });
+      return;
+    }
+    const chunks = chunked.chunks;
     setSpanAttributes({ 'rag.chunks': chunks.length, 'rag.chunks.child': chunks.filter((c) => c.kind === 'child').length });
     if (chunks.length === 0) {
       await publishStatus(this.bus, {

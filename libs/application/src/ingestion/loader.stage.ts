@@ -1,14 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import {
+  MetadataSchema,
   SourceEventSchema,
   Topic,
   type DocumentEvent,
   type SourceEvent,
   type StructuredDocument,
 } from '@rag/contracts';
-import { contentHash, loadContent } from '@rag/domain';
+import { contentHash, DEFAULT_PARSE_LIMITS, loadContent, type ParseLimits } from '@rag/domain';
 import { Logger, setSpanAttributes } from '@rag/platform';
-import type { Bus, BusMessage } from '@rag/ports';
+import type { Bus, BusMessage, DocumentParser, ParseOutcome, ParseRequest } from '@rag/ports';
 import { AppError } from '@rag/platform';
 import type { SourceConnector } from '@rag/ports';
 import { publishStatus } from './stage-publisher';
@@ -18,6 +19,22 @@ import { parseMessage } from './validate';
 const PERMANENT = new Set(['unauthorized', 'forbidden', 'invalid_request', 'not_found']);
 
 type Loaded = { ok: true; document: StructuredDocument } | { ok: false; reason: string } | { ok: 'gone'; reason: string };
+
+/**
+ * Parses on the caller's thread, within the same parse limits but without a time or memory limit (a stuck parse cannot
+ * be stopped here). For tests and tools that build a LoaderStage without a parser; services wire the worker pool
+ * (libs/adapters worker-parser) instead.
+ */
+export class InProcessDocumentParser implements DocumentParser {
+  constructor(private readonly limits: ParseLimits = DEFAULT_PARSE_LIMITS) {}
+  async parse(request: ParseRequest): Promise<ParseOutcome> {
+    const bytes = Buffer.from(request.bytes.buffer, request.bytes.byteOffset, request.bytes.byteLength);
+    const r = await loadContent({ bytes, mimeType: request.mimeType, title: request.title, filename: request.filename }, this.limits);
+    if (r.ok) return r;
+    return { ok: false, code: r.code, reason: r.reason };
+  }
+  async close(): Promise<void> {}
+}
 
 /**
  * Turns a source event into a structured document (or a `failed` status with the reason). Uploads carry their
@@ -30,6 +47,7 @@ export class LoaderStage {
   constructor(
     private readonly bus: Bus,
     connectors: SourceConnector[] = [],
+    private readonly parser: DocumentParser = new InProcessDocumentParser(),
   ) {
     this.connectors = new Map(connectors.map((c) => [c.kind, c]));
   }
@@ -77,7 +95,7 @@ export class LoaderStage {
       return this.fetch(connector, event, event.source.ref);
     }
     const bytes = event.text !== undefined ? Buffer.from(event.text, 'utf8') : Buffer.from(event.content_base64 ?? '', 'base64');
-    const loaded = await loadContent({ bytes, mimeType: event.mime_type, title: event.title, filename: event.source.ref });
+    const loaded = await this.parser.parse({ bytes, mimeType: event.mime_type, title: event.title, filename: event.source.ref });
     if (!loaded.ok) return { ok: false, reason: `${loaded.code}: ${loaded.reason}` };
     return {
       ok: true,
@@ -109,6 +127,9 @@ export class LoaderStage {
     if (page.status === 'gone') return { ok: 'gone', reason: page.reason };
     const title = (page.title || event.title || `${connector.kind} page ${ref}`).slice(0, 1024);
     const sourceUrl = page.source_url ?? event.source_url;
+    // each part is within the caps; together they may not be (the document event would then be dead-lettered)
+    const metadata = MetadataSchema.safeParse({ ...event.metadata, ...page.metadata });
+    if (!metadata.success) return { ok: false, reason: `invalid_metadata: ${metadata.error.issues.map((i) => i.message).join('; ')}` };
     return {
       ok: true,
       document: {
@@ -120,7 +141,7 @@ export class LoaderStage {
         mime_type: event.mime_type,
         content_hash: contentHash(page.blocks),
         acl: page.acl,
-        metadata: { ...event.metadata, ...page.metadata },
+        metadata: metadata.data,
         blocks: page.blocks,
       },
     };

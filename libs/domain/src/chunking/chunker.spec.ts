@@ -1,5 +1,5 @@
 import { ChunkSchema, parseChunkId, type Block, type Chunk, type StructuredDocument } from '@rag/contracts';
-import { chunkDocument, embeddingText } from './chunker';
+import { chunkDocument, chunkDocumentWithin, embeddingText } from './chunker';
 import { DEFAULT_CHUNK_OPTIONS, validateChunkOptions, type ChunkOptions } from './options';
 import { countTokens } from './tokens';
 
@@ -537,5 +537,29 @@ describe('embeddingText', () => {
     expect(prefix!.length).toBeLessThanOrEqual(200);
     expect(prefix!.endsWith('…')).toBe(true);
     expect(body).toBe('body');
+  });
+});
+
+describe('chunkDocumentWithin (chunks per document cap)', () => {
+  const many = doc(englishSentences(400).map((text) => ({ type: 'paragraph' as const, text })));
+  const opts: ChunkOptions = { chunkTokens: 32, overlapTokens: 0, parentTokens: 64 };
+
+  it('returns the same chunks as chunkDocument at or under the cap', () => {
+    const all = chunkDocument(many, opts);
+    expect(all.length).toBeGreaterThan(100);
+    expect(chunkDocumentWithin(many, opts, all.length)).toEqual({ ok: true, chunks: all });
+  });
+
+  it('is a too_many_chunks value over the cap (parents count)', () => {
+    const all = chunkDocument(many, opts);
+    expect(chunkDocumentWithin(many, opts, all.length - 1)).toEqual({
+      ok: false,
+      code: 'too_many_chunks',
+      reason: `the document makes more than ${all.length - 1} chunks`,
+    });
+  });
+
+  it('refuses a cap that is not a positive integer', () => {
+    expect(() => chunkDocumentWithin(many, opts, 0)).toThrow(/maxChunks/);
   });
 });

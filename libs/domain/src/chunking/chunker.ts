@@ -40,6 +40,31 @@ import { countTokens } from './tokens';
  * and options, same chunks (ids, order, text).
  */
 export function chunkDocument(doc: StructuredDocument, opts: ChunkOptions): Chunk[] {
+  return buildChunks(doc, opts, Infinity);
+}
+
+export type ChunkingResult = { ok: true; chunks: Chunk[] } | { ok: false; code: 'too_many_chunks'; reason: string };
+
+/** Thrown inside `buildChunks` to stop at the cap; never escapes `chunkDocumentWithin`. */
+class ChunkCapReached extends Error {}
+
+/**
+ * `chunkDocument` with a cap on the number of chunks (parents and children): a document that would make more than
+ * `maxChunks` is a `too_many_chunks` value, and chunking stops at the cap instead of building every chunk first.
+ */
+export function chunkDocumentWithin(doc: StructuredDocument, opts: ChunkOptions, maxChunks: number): ChunkingResult {
+  if (!Number.isInteger(maxChunks) || maxChunks < 1) throw new Error(`invalid chunk cap: maxChunks must be a positive integer (got ${maxChunks})`);
+  try {
+    return { ok: true, chunks: buildChunks(doc, opts, maxChunks) };
+  } catch (err) {
+    if (err instanceof ChunkCapReached) {
+      return { ok: false, code: 'too_many_chunks', reason: `the document makes more than ${maxChunks} chunks` };
+    }
+    throw err;
+  }
+}
+
+function buildChunks(doc: StructuredDocument, opts: ChunkOptions, maxChunks: number): Chunk[] {
   validateChunkOptions(opts);
   const sections = collectSections(doc, opts);
   const out: Chunk[] = [];
@@ -50,6 +75,7 @@ export function chunkDocument(doc: StructuredDocument, opts: ChunkOptions): Chun
   };
   const make = (kind: Chunk['kind'], parentId: string | null, path: readonly string[], text: string, tokens: number): Chunk => {
     const ordinal = out.length;
+    if (ordinal >= maxChunks) throw new ChunkCapReached();
     const chunk: Chunk = {
       chunk_id: chunkId(doc.document_id, doc.version, ordinal),
       ...base,

@@ -1,3 +1,3 @@
-export { ATOMIC_FACTOR, DEFAULT_CHUNK_OPTIONS, validateChunkOptions, type ChunkOptions } from './options';
+export { ATOMIC_FACTOR, DEFAULT_CHUNK_OPTIONS, DEFAULT_MAX_CHUNKS_PER_DOCUMENT, validateChunkOptions, type ChunkOptions } from './options';
 export { countTokens } from './tokens';
-export { chunkDocument, embeddingText } from './chunker';
+export { chunkDocument, chunkDocumentWithin, embeddingText, type ChunkingResult } from './chunker';

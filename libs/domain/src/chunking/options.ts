@@ -41,3 +41,10 @@ export function validateChunkOptions(opts: ChunkOptions): void {
   }
   if (problems.length > 0) throw new Error(`invalid chunk options: ${problems.join('; ')}`);
 }
+
+/**
+ * Default cap on the chunks of one document (RAG_MAX_CHUNKS_PER_DOCUMENT): 8 MiB of text (the default text cap) makes
+ * ~12k chunks at the default sizes, so the cap binds when the chunk sizes are configured smaller; every chunk carries
+ * the document's metadata, so the cap also bounds what one document costs the stores.
+ */
+export const DEFAULT_MAX_CHUNKS_PER_DOCUMENT = 20_000;

@@ -31,3 +31,11 @@ export { normalizeBody, contentHash, blocksToText } from './normalize';
 export { parsePlainText } from './text';
 export { parseMarkdown, type MarkdownParseResult } from './markdown';
 export { parseHtml, type HtmlParseResult } from './html';
+export {
+  DEFAULT_PARSE_LIMITS,
+  PARSE_LIMIT_SETTING,
+  formatBytes,
+  utf8Length,
+  type ParseLimits,
+  type ParseLimitName,
+} from './limits';

@@ -1,6 +1,7 @@
 import type { Block } from '@rag/contracts';
 import { parseDocx } from './docx';
 import { parseHtml } from './html';
+import { DEFAULT_PARSE_LIMITS, textTooLarge, utf8Length, type ParseLimitName, type ParseLimits } from './limits';
 import { parseMarkdown } from './markdown';
 import {
   DOCUMENT_MIME_TYPES,
@@ -26,11 +27,13 @@ export interface LoadInput {
   filename?: string;
 }
 
-export type LoadFailureCode = 'unsupported_media_type' | 'corrupt' | 'empty';
+export type LoadFailureCode = 'unsupported_media_type' | 'corrupt' | 'empty' | 'too_large';
 
 export type LoadResult =
   | { ok: true; title: string; blocks: Block[]; pages?: number }
-  | { ok: false; code: LoadFailureCode; reason: string };
+  | { ok: false; code: Exclude<LoadFailureCode, 'too_large'>; reason: string }
+  /** Over one of the `ParseLimits`; `limit` says which. */
+  | { ok: false; code: 'too_large'; limit: ParseLimitName; reason: string };
 
 /** Longest title taken from content (a heading, metadata or the first line). */
 export const DERIVED_TITLE_MAX = 200;
@@ -94,7 +97,7 @@ interface Parsed {
   firstLine?: string;
 }
 
-type ParseOutcome = ({ ok: true } & Parsed) | { ok: false; code: LoadFailureCode; reason: string };
+type ParseOutcome = ({ ok: true } & Parsed) | Extract<LoadResult, { ok: false }>;
 
 function decode(bytes: Buffer): { ok: true; text: string } | { ok: false; code: 'corrupt'; reason: string } {
   try {
@@ -105,17 +108,19 @@ function decode(bytes: Buffer): { ok: true; text: string } | { ok: false; code: 
   }
 }
 
-async function parse(mime: string, bytes: Buffer): Promise<ParseOutcome> {
+async function parse(mime: string, bytes: Buffer, limits: ParseLimits): Promise<ParseOutcome> {
   switch (mime) {
     case MIME_PDF:
-      return parsePdf(bytes);
+      return parsePdf(bytes, limits);
     case MIME_DOCX:
-      return parseDocx(bytes);
+      return parseDocx(bytes, limits);
     case MIME_TEXT:
     case MIME_MARKDOWN:
     case MIME_HTML: {
       const decoded = decode(bytes);
       if (!decoded.ok) return decoded;
+      // text, Markdown and HTML carry at least their text: refuse before parsing when the source alone is over
+      if (mime !== MIME_HTML && utf8Length(decoded.text) > limits.maxTextBytes) return textTooLarge(limits.maxTextBytes);
       if (mime === MIME_TEXT) {
         const firstLine = decoded.text.split('\n').find((l) => l.trim() !== '');
         return { ok: true, blocks: parsePlainText(decoded.text), ...(firstLine ? { firstLine } : {}) };
@@ -127,11 +132,26 @@ async function parse(mime: string, bytes: Buffer): Promise<ParseOutcome> {
   }
 }
 
+/** UTF-8 bytes of the text of the blocks. */
+function blocksTextBytes(blocks: Block[]): number {
+  let n = 0;
+  for (const b of blocks) {
+    if (b.type === 'list') for (const item of b.items) n += utf8Length(item);
+    else if (b.type === 'table') {
+      for (const row of b.rows) for (const cell of row) n += utf8Length(cell);
+      n += utf8Length(b.caption ?? '');
+    }
+    else n += utf8Length(b.text);
+  }
+  return n;
+}
+
 /**
  * Parses one document's bytes into structured blocks. Expected failures are values, never thrown:
- * an unsupported type, a corrupt file (damaged PDF/DOCX, binary bytes declared as text) or no text at all.
+ * an unsupported type, a corrupt file (damaged PDF/DOCX, binary bytes declared as text), no text at all, or
+ * a document over one of the `limits` (`too_large`, with the limit it hit).
  */
-export async function loadContent(input: LoadInput): Promise<LoadResult> {
+export async function loadContent(input: LoadInput, limits: ParseLimits = DEFAULT_PARSE_LIMITS): Promise<LoadResult> {
   const mime = normalizeMimeType(input.mimeType);
   if (mime === MIME_JSONL) {
     return {
@@ -149,8 +169,9 @@ export async function loadContent(input: LoadInput): Promise<LoadResult> {
   }
   if (input.bytes.length === 0) return { ok: false, code: 'empty', reason: 'document has no text' };
 
-  const parsed = await parse(mime, input.bytes);
+  const parsed = await parse(mime, input.bytes, limits);
   if (!parsed.ok) return parsed;
+  if (blocksTextBytes(parsed.blocks) > limits.maxTextBytes) return textTooLarge(limits.maxTextBytes);
   const blocks = parsed.blocks.filter((b) => (b.type === 'list' ? b.items.length > 0 : b.type === 'table' ? b.rows.length > 0 : b.text.trim() !== ''));
   if (blocks.length === 0) {
     return { ok: false, code: 'empty', reason: mime === MIME_PDF ? 'the PDF has no extractable text (scanned images need OCR)' : 'document has no text' };

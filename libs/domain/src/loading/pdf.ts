@@ -1,5 +1,6 @@
 import type { Block } from '@rag/contracts';
 import { dirname, join } from 'node:path';
+import { DEFAULT_PARSE_LIMITS, textTooLarge, tooLarge, utf8Length, type LimitFailure, type ParseLimits } from './limits';
 import { isCjk, joinLines } from './text';
 
 type PdfJs = typeof import('pdfjs-dist/legacy/build/pdf.mjs');
@@ -31,7 +32,8 @@ interface Paragraph {
 
 export type PdfParseResult =
   | { ok: true; blocks: Block[]; pages: number; title?: string }
-  | { ok: false; code: 'corrupt' | 'empty'; reason: string };
+  | { ok: false; code: 'corrupt' | 'empty'; reason: string }
+  | LimitFailure;
 
 let pdfjsPromise: Promise<PdfJs> | undefined;
 
@@ -226,11 +228,37 @@ function hasEofMarker(bytes: Uint8Array): boolean {
   return tail.includes('%%EOF');
 }
 
+type PdfPage = Awaited<ReturnType<Awaited<ReturnType<PdfJs['getDocument']>['promise']>['getPage']>>;
+
+/**
+ * A page's text runs, streamed (what `getTextContent` collects) so that extraction stops as soon as the document's
+ * text passes `maxTextBytes` — a small PDF whose content streams inflate to tens of MB never builds its whole text.
+ * `null` when the budget is exceeded.
+ */
+async function pageTextItems(page: PdfPage, budget: { textBytes: number }, maxTextBytes: number): Promise<unknown[] | null> {
+  const reader = page.streamTextContent().getReader();
+  const items: unknown[] = [];
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return items;
+    for (const item of (value as { items?: unknown[] } | undefined)?.items ?? []) {
+      items.push(item);
+      if (isTextItem(item)) budget.textBytes += utf8Length(item.str);
+    }
+    if (budget.textBytes > maxTextBytes) {
+      // pdf.js refuses a cancel without a reason (and then keeps evaluating the page)
+      await reader.cancel(new Error('text limit reached')).catch(() => undefined);
+      return null;
+    }
+  }
+}
+
 /**
  * Extracts the text of every page with pdf.js. Broken, truncated or password-protected files are
- * `corrupt`; a PDF without any text layer (scanned images) is `empty`.
+ * `corrupt`; a PDF without any text layer (scanned images) is `empty`; one with more than `limits.maxPages` pages or
+ * `limits.maxTextBytes` of text is `too_large` (checked before the pages are read, and while each page streams).
  */
-export async function parsePdf(bytes: Uint8Array): Promise<PdfParseResult> {
+export async function parsePdf(bytes: Uint8Array, limits: ParseLimits = DEFAULT_PARSE_LIMITS): Promise<PdfParseResult> {
   if (bytes.byteLength === 0) return { ok: false, code: 'empty', reason: 'document has no text' };
   const head = Buffer.from(bytes.buffer, bytes.byteOffset, Math.min(bytes.byteLength, 1024)).toString('latin1');
   if (!head.includes('%PDF-')) return { ok: false, code: 'corrupt', reason: 'not a PDF file: the %PDF- header is missing' };
@@ -268,12 +296,17 @@ export async function parsePdf(bytes: Uint8Array): Promise<PdfParseResult> {
       return { ok: false, code: 'corrupt', reason: `the PDF cannot be parsed (${message || name}); the file is damaged or not a PDF` };
     }
 
+    if (doc.numPages > limits.maxPages) {
+      return tooLarge('pages', `the PDF has ${doc.numPages} pages, more than ${limits.maxPages}`);
+    }
     const paragraphs: Paragraph[] = [];
+    const budget = { textBytes: 0 };
     for (let n = 1; n <= doc.numPages; n++) {
       try {
         const page = await doc.getPage(n);
-        const content = await page.getTextContent();
-        paragraphs.push(...linesToParagraphs(itemsToLines(content.items), n));
+        const items = await pageTextItems(page, budget, limits.maxTextBytes);
+        if (!items) return textTooLarge(limits.maxTextBytes);
+        paragraphs.push(...linesToParagraphs(itemsToLines(items), n));
         page.cleanup();
       } catch (err) {
         const { name, message } = errorText(err);

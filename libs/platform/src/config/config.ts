@@ -91,6 +91,24 @@ export const ConfigSchema = z.object({
   RAG_CHUNK_TOKENS: int(200, 16, 8192),
   RAG_CHUNK_OVERLAP_TOKENS: int(30, 0, 4096),
   RAG_PARENT_CHUNK_TOKENS: int(800, 0, 32768),
+  /** Cap on the chunks (parents and children) of one document; over it the document is `failed` (see libs/domain chunking/options.ts). */
+  RAG_MAX_CHUNKS_PER_DOCUMENT: int(20_000, 1, 10_000_000),
+
+  /*
+   * Parsing limits (loader): uploads are parsed in worker threads (RAG_PARSE_WORKERS), each parse within a time limit
+   * (the worker is terminated and replaced past it) and a heap limit; a document over any limit is `failed` with a
+   * reason naming the setting. Defaults justified in libs/domain loading/limits.ts.
+   */
+  RAG_PARSE_WORKERS: int(2, 1, 64),
+  RAG_PARSE_TIMEOUT_MS: int(60_000, 100, 3_600_000),
+  /** V8 old-generation heap of one parse worker; mammoth needs ~75× a DOCX's XML in memory. */
+  RAG_PARSE_MAX_MEMORY_MB: int(2048, 64, 65_536),
+  /** DOCX: uncompressed bytes of the XML parts, checked in the ZIP directory and by a capped inflate before parsing. */
+  RAG_MAX_INFLATED_BYTES: int(64 * 1024 * 1024, 1024),
+  /** PDF: pages. */
+  RAG_MAX_PAGES: int(2000, 1, 1_000_000),
+  /** Extracted text of one document, UTF-8 bytes (every format; a PDF stops extracting as soon as it is passed). */
+  RAG_MAX_TEXT_BYTES: int(8 * 1024 * 1024, 1024),
 
   /**
    * How dense and keyword candidates are fused: `zscore` (default; weighted sum of per-query z-scores), `minmax`

@@ -13,11 +13,15 @@ export class ChunkerConsumer implements OnModuleInit {
     @Inject(CONFIG) private readonly config: AppConfig,
   ) {}
   async onModuleInit(): Promise<void> {
-    const stage = new ChunkerStage(this.bus, {
-      chunkTokens: this.config.RAG_CHUNK_TOKENS,
-      overlapTokens: this.config.RAG_CHUNK_OVERLAP_TOKENS,
-      parentTokens: this.config.RAG_PARENT_CHUNK_TOKENS,
-    });
+    const stage = new ChunkerStage(
+      this.bus,
+      {
+        chunkTokens: this.config.RAG_CHUNK_TOKENS,
+        overlapTokens: this.config.RAG_CHUNK_OVERLAP_TOKENS,
+        parentTokens: this.config.RAG_PARENT_CHUNK_TOKENS,
+      },
+      this.config.RAG_MAX_CHUNKS_PER_DOCUMENT,
+    );
     await subscribeStage(this.bus, 'chunker', Topic.Documents, (m) => stage.handle(m));
   }
 }

@@ -40,7 +40,21 @@ function partXml(part: DocxPart): string {
   }
 }
 
-export async function buildDocx(parts: DocxPart[], opts: { title?: string } = {}): Promise<Buffer> {
+export interface DocxOptions {
+  title?: string;
+  /** Raw docProps/core.xml instead of the generated one (hostile-file tests). */
+  coreXml?: string;
+  /** Raw paragraphs XML placed in the body instead of `parts` (e.g. megabytes of them, for size limits). */
+  bodyXml?: string;
+}
+
+/** `<w:p>` paragraphs of `text` repeated until they reach `bytes` of XML (an inflation bomb when deflated). */
+export function paragraphsXml(bytes: number, text = 'Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor.'): string {
+  const p = `<w:p>${run(text)}</w:p>`;
+  return p.repeat(Math.ceil(bytes / p.length));
+}
+
+export async function buildDocx(parts: DocxPart[], opts: DocxOptions = {}): Promise<Buffer> {
   const zip = new JSZip();
   zip.file(
     '[Content_Types].xml',
@@ -90,7 +104,8 @@ export async function buildDocx(parts: DocxPart[], opts: { title?: string } = {}
   );
   zip.file(
     'docProps/core.xml',
-    `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+    opts.coreXml ??
+      `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
 <cp:coreProperties xmlns:cp="http://schemas.openxmlformats.org/package/2006/metadata/core-properties" xmlns:dc="http://purl.org/dc/elements/1.1/">
 ${opts.title !== undefined ? `<dc:title>${esc(opts.title)}</dc:title>` : ''}
 <dc:creator>rag test fixture</dc:creator>
@@ -100,7 +115,7 @@ ${opts.title !== undefined ? `<dc:title>${esc(opts.title)}</dc:title>` : ''}
     'word/document.xml',
     `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
 <w:document xmlns:w="${W}"><w:body>
-${parts.map(partXml).join('\n')}
+${opts.bodyXml ?? parts.map(partXml).join('\n')}
 <w:sectPr><w:pgSz w:w="12240" w:h="15840"/></w:sectPr>
 </w:body></w:document>`,
   );

@@ -1,5 +1,7 @@
+import { deflateSync } from 'node:zlib';
+
 /**
- * Test-only helper: writes small but real PDF files by hand (uncompressed content streams, standard
+ * Test-only helper: writes small but real PDF files by hand (uncompressed content streams unless `compress`, standard
  * Helvetica, a correct cross-reference table), so loader tests parse genuine PDFs without binary fixtures.
  */
 
@@ -23,6 +25,8 @@ export interface PdfOptions {
   title?: string;
   /** Omit the `/Font` resource (only useful together with `content`). */
   noFont?: boolean;
+  /** Compress the content streams (`/FlateDecode`), as real PDFs do; a large repetitive stream becomes an inflation bomb. */
+  compress?: boolean;
 }
 
 const PAGE_WIDTH = 612;
@@ -68,7 +72,8 @@ export function buildPdf(pages: PdfPage[], opts: PdfOptions = {}): Buffer {
     const resources = opts.noFont ? '<< >>' : '<< /Font << /F1 3 0 R /F2 4 0 R >> >>';
     objects[pageId] =
       `<< /Type /Page /Parent 2 0 R /MediaBox [0 0 ${PAGE_WIDTH} ${PAGE_HEIGHT}] /Resources ${resources} /Contents ${pageId + 1} 0 R >>`;
-    objects[pageId + 1] = `<< /Length ${Buffer.byteLength(content, 'latin1')} >>\nstream\n${content}\nendstream`;
+    const data = opts.compress ? deflateSync(Buffer.from(content, 'latin1')).toString('latin1') : content;
+    objects[pageId + 1] = `<< /Length ${Buffer.byteLength(data, 'latin1')}${opts.compress ? ' /Filter /FlateDecode' : ''} >>\nstream\n${data}\nendstream`;
   });
   let infoId: number | undefined;
   if (opts.title !== undefined) {

@@ -1,0 +1,1 @@
+export { WorkerDocumentParser, type WorkerParserOptions } from './worker-parser.adapter';

@@ -1,0 +1,131 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { Piscina } from 'piscina';
+import type { LoadResult, ParseLimits } from '@rag/domain';
+import type { DocumentParser, ParseOutcome, ParseRequest } from '@rag/ports';
+import type { ParseTask } from './parse.worker';
+
+export interface WorkerParserOptions {
+  /** Parses at once (worker threads); more wait for a free one (RAG_PARSE_WORKERS). */
+  workers: number;
+  /** Time limit of one parse, from when a worker takes it (RAG_PARSE_TIMEOUT_MS). */
+  timeoutMs: number;
+  /** Old-generation heap of one worker (RAG_PARSE_MAX_MEMORY_MB). */
+  maxMemoryMb: number;
+  /** Inflated bytes, pages, text (RAG_MAX_INFLATED_BYTES, RAG_MAX_PAGES, RAG_MAX_TEXT_BYTES). */
+  limits: ParseLimits;
+  /** The worker module (a `.ts` source or built `.js`); default: parse.worker of this folder. Tests pass their own. */
+  workerFile?: string;
+  /** Idle workers exit after this long (default 30 s); a parse after that starts a fresh one. */
+  idleTimeoutMs?: number;
+}
+
+/**
+ * The worker module piscina loads. Built (dist/): parse.worker.js beside this file. From sources (vitest): the .ts file,
+ * through ts-worker.cjs, which compiles TypeScript in the worker with the build's own SWC settings.
+ */
+function workerEntry(file: string | undefined): { filename: string; workerData?: { tsEntry: string } } {
+  const target = file ?? (existsSync(join(__dirname, 'parse.worker.js')) ? join(__dirname, 'parse.worker.js') : join(__dirname, 'parse.worker.ts'));
+  if (!existsSync(target)) throw new Error(`parse worker module not found: ${target}`);
+  return target.endsWith('.ts') ? { filename: join(__dirname, 'ts-worker.cjs'), workerData: { tsEntry: target } } : { filename: target };
+}
+
+/** First-come first-served slots, so a parse's time limit starts when a worker takes it, not while it waits. */
+class Slots {
+  private free: number;
+  private readonly waiting: (() => void)[] = [];
+  constructor(size: number) {
+    this.free = size;
+  }
+  async acquire(): Promise<void> {
+    if (this.free > 0) {
+      this.free--;
+      return;
+    }
+    await new Promise<void>((resolve) => this.waiting.push(resolve));
+  }
+  release(): void {
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.free++;
+  }
+}
+
+function isAbort(err: unknown): boolean {
+  return err instanceof Error && err.name === 'AbortError';
+}
+
+function isOutOfMemory(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === 'ERR_WORKER_OUT_OF_MEMORY';
+}
+
+/**
+ * DocumentParser on a piscina worker-thread pool (piscina rather than bare worker_threads: it already replaces a
+ * terminated or crashed worker, terminates a running task's thread on abort, and passes resourceLimits). One document
+ * cannot stall the process: the event loop only waits for a message; a parse past `timeoutMs` is aborted, which
+ * terminates its thread (even one spinning in a busy loop) and the pool starts a new one for the next document; a parse
+ * past `maxMemoryMb` of heap is stopped by V8. Both come back as `failed`-worthy values naming the setting.
+ */
+export class WorkerDocumentParser implements DocumentParser {
+  private readonly pool: Piscina<ParseTask, LoadResult>;
+  private readonly slots: Slots;
+  private closed = false;
+
+  constructor(private readonly options: WorkerParserOptions) {
+    const entry = workerEntry(options.workerFile);
+    this.slots = new Slots(options.workers);
+    this.pool = new Piscina<ParseTask, LoadResult>({
+      filename: entry.filename,
+      ...(entry.workerData ? { workerData: entry.workerData } : {}),
+      minThreads: 0,
+      maxThreads: options.workers,
+      idleTimeout: options.idleTimeoutMs ?? 30_000,
+      resourceLimits: { maxOldGenerationSizeMb: options.maxMemoryMb },
+    });
+    // a worker that fails outside any task (none is running on it) must not crash the process
+    this.pool.on('error', () => undefined);
+  }
+
+  /** Messages a worker posts (tests use them to see a parse start). */
+  onWorkerMessage(listener: (message: unknown) => void): void {
+    this.pool.on('message', listener);
+  }
+
+  async parse(request: ParseRequest): Promise<ParseOutcome> {
+    await this.slots.acquire();
+    try {
+      const task: ParseTask = {
+        bytes: request.bytes,
+        mimeType: request.mimeType,
+        ...(request.title !== undefined ? { title: request.title } : {}),
+        ...(request.filename !== undefined ? { filename: request.filename } : {}),
+        limits: this.options.limits,
+      };
+      const result = await this.pool.run(task, { signal: AbortSignal.timeout(this.options.timeoutMs) });
+      return this.outcome(result);
+    } catch (err) {
+      // closing aborts parses in flight: not the document's fault, so no failure value (the message is redelivered)
+      if (this.closed) throw new Error('the document parser was closed while parsing', { cause: err });
+      if (isAbort(err)) {
+        return { ok: false, code: 'timeout', reason: `parsing took longer than ${this.options.timeoutMs} ms and was stopped (RAG_PARSE_TIMEOUT_MS)` };
+      }
+      if (isOutOfMemory(err)) {
+        return { ok: false, code: 'out_of_memory', reason: `parsing needed more than ${this.options.maxMemoryMb} MB of memory and was stopped (RAG_PARSE_MAX_MEMORY_MB)` };
+      }
+      throw err;
+    } finally {
+      this.slots.release();
+    }
+  }
+
+  private outcome(result: LoadResult): ParseOutcome {
+    if (result.ok) return result.pages !== undefined ? { ok: true, title: result.title, blocks: result.blocks, pages: result.pages } : { ok: true, title: result.title, blocks: result.blocks };
+    return { ok: false, code: result.code, reason: result.reason };
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.pool.destroy();
+  }
+}
+
