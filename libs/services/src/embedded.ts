@@ -70,7 +70,7 @@ export async function createEmbeddedContext(config: AppConfig): Promise<Embedded
   await prepareModels(config); // a missing model fails here with one clear AppError, not inside dependency injection
   const integrity = await checkStoresAtStartup(config); // so does a damaged store file or a lost registry
   const context = await NestFactory.createApplicationContext(embeddedModule(config, integrity), { logger: ['error', 'warn'], abortOnError: false });
-  context.enableShutdownHooks();
+  context.enableShutdownHooks(['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT']);
   return handles(context);
 }
 
@@ -81,7 +81,7 @@ export async function startEmbeddedServer(config: AppConfig, version = '0.1.0'):
   const integrity = await checkStoresAtStartup(config);
   const app = await NestFactory.create(embeddedModule(config, integrity), { bodyParser: false, logger: ['error', 'warn'], abortOnError: false });
   configureHttp(app, config, version);
-  app.enableShutdownHooks();
+  app.enableShutdownHooks(['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT']); // not Nest's default list: it includes SIGSEGV/SIGBUS, where a native crash must end the process, not start a JS shutdown
   await app.listen(config.RAG_PORT, config.RAG_HOST);
   keepConnectionsAlive(app.getHttpServer());
   const addr = app.getHttpServer().address() as { port: number };

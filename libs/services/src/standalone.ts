@@ -72,7 +72,7 @@ export async function runStandalone(
     { logger: ['error', 'warn'], bodyParser: !opts.gatewayHttp },
   );
   if (opts.gatewayHttp) configureHttp(app, cfg, process.env.npm_package_version ?? '0.1.0');
-  app.enableShutdownHooks();
+  app.enableShutdownHooks(['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT']); // not Nest's default list: it includes SIGSEGV/SIGBUS, where a native crash must end the process, not start a JS shutdown
   await app.listen(cfg.RAG_PORT, cfg.RAG_HOST);
   keepConnectionsAlive(app.getHttpServer());
   log.info('service started', { service: name, port: cfg.RAG_PORT });
