@@ -8,6 +8,7 @@
 //   ingest  documents and chunks per second through the pipeline, with the share of each stage
 //   tracing query latency with OpenTelemetry off / ids only / exporting OTLP, three platforms side by side
 //   hnsw-persist  bytes written and docs/s per document of the embedded vector store, rewrite-per-flush vs checkpoints
+//   keyword-scale  embedded keyword index query latency at 10k/100k(/1M) chunks: pruned vs exhaustive vs FTS5
 //
 // Each prints progress on stderr, then a results table and one JSON line on stdout (with hardware and date).
 // `npm run bench -- <name> --help` lists the options. Needs `npm run build` (the scripts load dist/).
@@ -18,10 +19,11 @@ const BENCHES = {
   ingest: () => require('./ingest'),
   tracing: () => require('./tracing'),
   'hnsw-persist': () => require('./hnsw-persist'),
+  'keyword-scale': () => require('./keyword-scale'),
 };
 
 function help() {
-  const text = require('node:fs').readFileSync(__filename, 'utf8').split('\n').slice(2, 13).map((l) => l.replace(/^\/\/ ?/, ''));
+  const text = require('node:fs').readFileSync(__filename, 'utf8').split('\n').slice(2).filter((l, i, ls) => ls.slice(0, i + 1).every((x) => x.startsWith('//'))).map((l) => l.replace(/^\/\/ ?/, ''));
   process.stdout.write(text.join('\n') + '\n');
 }
 

@@ -1,6 +1,7 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import Database from 'better-sqlite3';
 import type { Chunk, FilterCondition, Filters, Metadata, SearchScope } from '@rag/contracts';
 import { matches } from '@rag/domain';
 import { EmbeddedBm25KeywordIndex, type EmbeddedBm25KeywordIndexOptions } from './embedded-bm25.adapter';
@@ -303,6 +304,94 @@ describe('EmbeddedBm25KeywordIndex', () => {
       const got = (await search(s, 'common', 1000, sc, filters)).sort();
       expect({ filters, sc, got }).toEqual({ filters, sc, got: expected });
     }
+  });
+
+  /** A Zipf-like vocabulary: a few very frequent words, a long tail of rare ones (as in real text). */
+  function zipfCorpus(n: number, seed: number, extra: (i: number) => Partial<Chunk> = () => ({})): Chunk[] {
+    const r = rng(seed);
+    const vocab = Array.from({ length: 400 }, (_, i) => `w${i.toString(36)}x`);
+    const word = () => vocab[Math.min(vocab.length - 1, Math.floor(Math.exp(r() * Math.log(vocab.length + 1))) - 1)]!;
+    return Array.from({ length: n }, (_, i) => {
+      const len = 3 + Math.floor(r() * 40);
+      return chunk(`z${i}`, 1, 0, Array.from({ length: len }, word).join(' '), extra(i));
+    });
+  }
+
+  it('prunes: frequent query terms only update the candidates of the rare ones (MaxScore), same hits as the exhaustive evaluation', async () => {
+    const s = make();
+    const cs = zipfCorpus(3000, 11);
+    // A rare term in 20 chunks, with the most frequent words of the corpus in the same query.
+    for (let i = 0; i < 20; i++) cs[i * 137] = chunk(`z${i * 137}`, 1, 0, `${cs[i * 137]!.text} needle${i % 2 ? ' needle' : ''}`);
+    await s.upsert(cs);
+    const req = { query: 'needle w0x w1x w2x w3x', k: 5, scope };
+    const { hits, stats } = s.searchWithStats(req);
+    expect(hits).toHaveLength(5);
+    expect(stats.terms).toBe(5);
+    expect(stats.fullScans).toBeLessThan(stats.terms);
+    expect(stats.postingsRead).toBeLessThan(stats.postingsTotal / 4);
+    const exact = s.searchExhaustive(req);
+    expect(hits.map((h) => h.chunk_id)).toEqual(exact.map((h) => h.chunk_id));
+    hits.forEach((h, i) => expect(h.score).toBeCloseTo(exact[i]!.score, 10));
+  });
+
+  it('returns exactly what the exhaustive evaluation returns (randomised: queries, k, scopes, filters, after deletes and replacements)', async () => {
+    const s = make();
+    const cs = zipfCorpus(1500, 3, (i) => ({
+      tenant: i % 10 === 0 ? 't2' : 't1',
+      acl: i % 7 === 0 ? ['g1'] : ['*'],
+      metadata: { group: i % 50 === 0 ? 'rare' : i % 2 ? 'odd' : 'even', n: i },
+    }));
+    await s.upsert(cs);
+    // Deletes and replacements leave the stored bounds loose (never too low): results must not change.
+    for (let i = 0; i < 1500; i += 9) await s.deleteDocument(`z${i}`);
+    await s.upsert(zipfCorpus(200, 5).map((c, i) => ({ ...c, chunk_id: `z${i * 9 + 1}#v1#0`, document_id: `z${i * 9 + 1}` })));
+    const r = rng(99);
+    const words = cs.slice(0, 300).flatMap((c) => c.text.split(' '));
+    const filterChoices: Array<Filters | undefined> = [undefined, { group: 'rare' }, { group: 'odd' }, { n: { lt: 100 } }, { group: { in: ['rare', 'zz'] } }];
+    const scopes: SearchScope[] = [{ tenant: 't1' }, { tenant: 't2' }, { tenant: 't1', principals: [] }, { tenant: 't1', principals: ['g1'] }];
+    let pruned = 0;
+    for (let trial = 0; trial < 150; trial++) {
+      const query = Array.from({ length: 1 + Math.floor(r() * 8) }, () => words[Math.floor(r() * words.length)]!).join(' ');
+      const req = { query, k: [1, 3, 10, 50][trial % 4]!, scope: scopes[Math.floor(r() * scopes.length)]!, filters: filterChoices[Math.floor(r() * filterChoices.length)] };
+      const { hits, stats } = s.searchWithStats(req);
+      if (stats.postingsRead < stats.postingsTotal) pruned++;
+      const exact = s.searchExhaustive(req);
+      expect({ req, got: hits.map((h) => h.chunk_id) }).toEqual({ req, got: exact.map((h) => h.chunk_id) });
+      hits.forEach((h, i) => expect(h.score).toBeCloseTo(exact[i]!.score, 9));
+    }
+    expect(pruned).toBeGreaterThan(20); // the comparison covers pruned searches, not only exhaustive ones
+  });
+
+  it('a restrictive filter still yields k hits when pruning would have cut them (the k-th score is taken among passing chunks)', async () => {
+    const s = make();
+    const cs = zipfCorpus(2000, 17, (i) => ({ metadata: { keep: i % 400 === 0 } }));
+    await s.upsert(cs);
+    const req = { query: 'w0x w1x w5x w9x', k: 5, scope, filters: { keep: true } };
+    const hits = await s.search(req);
+    expect(hits).toHaveLength(5);
+    expect(hits.map((h) => h.chunk_id)).toEqual(s.searchExhaustive(req).map((h) => h.chunk_id));
+    expect(hits.every((h) => Number(h.document_id.slice(1)) % 400 === 0)).toBe(true);
+  });
+
+  it('migrates a format-1 file (terms without score bounds) on open: bounds rebuilt from the postings, same results', async () => {
+    const s1 = make();
+    await s1.upsert(zipfCorpus(800, 23));
+    const req = { query: 'w0x w3x w40x w7ax', k: 10, scope };
+    const before = await s1.search(req);
+    await s1.close();
+    // Turn the file into what the previous release wrote.
+    const raw = new Database(path.join(dir, 'keyword.db'));
+    const bounds = raw.prepare('SELECT id, max_tf, min_len FROM terms ORDER BY id').all();
+    raw.exec('ALTER TABLE terms DROP COLUMN max_tf; ALTER TABLE terms DROP COLUMN min_len; PRAGMA user_version = 0;');
+    raw.close();
+    const s2 = make();
+    const check = new Database(path.join(dir, 'keyword.db'), { readonly: true });
+    expect(check.pragma('user_version', { simple: true })).toBe(2);
+    expect(check.prepare('SELECT id, max_tf, min_len FROM terms ORDER BY id').all()).toEqual(bounds);
+    check.close();
+    expect(await s2.search(req)).toEqual(before);
+    await s2.upsert([chunk('new', 1, 0, 'w0x needle')]);
+    expect(await search(s2, 'needle')).toEqual(['new#v1#0']);
   });
 
   it('persists across close and reopen', async () => {
