@@ -3,6 +3,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Filters, SearchScope } from '@rag/contracts';
 import Database from 'better-sqlite3';
+import { HierarchicalNSW } from 'hnswlib-node';
+import { matches } from '@rag/domain';
 import { Logger } from '@rag/platform';
 import type { VectorRecord } from '@rag/ports';
 import { EmbeddedHnswVectorStore, modelFolderName, type EmbeddedHnswVectorStoreOptions } from './embedded-hnsw.adapter';
@@ -333,6 +335,157 @@ describe('EmbeddedHnswVectorStore', () => {
     const s2 = make({ logger: log });
     expect(log.messages).toContain('rebuilt hnsw index from sqlite');
     expect((await s2.search({ vector: a, k: 1, scope }))[0]!.chunk_id).toBe('a#v1#0');
+  });
+
+  describe('filtering without a per-candidate callback where it can (issue 13 item 4)', () => {
+    /** Records the store's searchKnn calls (k, and whether a filter callback was passed); the N-API prototype cannot be spied on. */
+    const spyKnn = (st: EmbeddedHnswVectorStore): { calls: () => Array<{ k: number; callback: boolean }>; clear: () => void } => {
+      const index = (st as unknown as { index: HierarchicalNSW }).index;
+      const original = index.searchKnn.bind(index);
+      const seen: Array<{ k: number; callback: boolean }> = [];
+      // The inherited method is read-only: shadow it with an own property.
+      Object.defineProperty(index, 'searchKnn', {
+        value: (q: number[], k: number, filter?: (label: number) => boolean) => {
+          seen.push({ k, callback: typeof filter === 'function' });
+          return original(q, k, filter);
+        },
+      });
+      return { calls: () => [...seen], clear: () => void seen.splice(0) };
+    };
+
+    /** Exact top-k by cosine over the records `allowed` admits (brute force). */
+    const bruteForce = (records: VectorRecord[], q: Float32Array, k: number, allowed: (r: VectorRecord) => boolean): string[] => {
+      const cos = (a: Float32Array, b: Float32Array): number => {
+        let d = 0;
+        let na = 0;
+        let nb = 0;
+        for (let i = 0; i < a.length; i++) {
+          d += a[i]! * b[i]!;
+          na += a[i]! * a[i]!;
+          nb += b[i]! * b[i]!;
+        }
+        return d / Math.sqrt(na * nb);
+      };
+      return records
+        .filter(allowed)
+        .map((r) => ({ id: r.chunk_id, s: cos(r.vector, q) }))
+        .sort((a, b) => b.s - a.s)
+        .slice(0, k)
+        .map((x) => x.id);
+    };
+
+    it('passes no filter to hnswlib when the scope reads every label, oversamples without one for a mostly readable scope, and filters inside the search otherwise', async () => {
+      const s = make({ ef: 100 });
+      const records = Array.from({ length: 60 }, (_, i) => rec(`d${i}#v1#0`, `d${i}`, 1, randomVector(), { acl: i % 4 === 0 ? ['group:a'] : ['*'], metadata: { i } }));
+      await s.upsert(records);
+      const q = randomVector();
+      const knn = spyKnn(s);
+      // Unrestricted within the only tenant: every label is readable.
+      expect((await s.search({ vector: q, k: 5, scope })).map((h) => h.chunk_id)).toEqual(bruteForce(records, q, 5, () => true));
+      expect(knn.calls()).toEqual([{ k: 5, callback: false }]);
+      // Principals that do not name group:a read the 45 public labels (75 %): unfiltered search for 2·5/0.75 = 14, then filtered.
+      knn.clear();
+      const bob = { tenant: 't1', principals: ['user:bob'] };
+      expect((await s.search({ vector: q, k: 5, scope: bob })).map((h) => h.chunk_id)).toEqual(bruteForce(records, q, 5, (r) => r.acl.includes('*')));
+      expect(knn.calls()).toEqual([{ k: 14, callback: false }]);
+      // group:a reads everything: no filter at all.
+      knn.clear();
+      await s.search({ vector: q, k: 5, scope: { tenant: 't1', principals: ['group:a'] } });
+      expect(knn.calls()).toEqual([{ k: 5, callback: false }]);
+      // Metadata filters have unknown selectivity: inside the search.
+      knn.clear();
+      const filtered = await s.search({ vector: q, k: 5, scope, filters: { i: { lt: 10 } } });
+      expect(filtered.map((h) => h.chunk_id)).toEqual(bruteForce(records, q, 5, (r) => (r.metadata['i'] as number) < 10));
+      expect(knn.calls()).toEqual([{ k: 5, callback: true }]);
+      // Another tenant holds nothing here: no search at all.
+      knn.clear();
+      expect(await s.search({ vector: q, k: 5, scope: { tenant: 't9' } })).toEqual([]);
+      expect(knn.calls()).toEqual([]);
+    });
+
+    it('a restricted caller whose few permitted chunks are far away still gets its k best: the oversampled search falls back to the filter inside the search', async () => {
+      const s = make({ ef: 500 });
+      const q = randomVector();
+      const records: VectorRecord[] = [];
+      for (let i = 0; i < 200; i++) records.push(rec(`near${i}#v1#0`, `near${i}`, 1, near(q, 0.05), { acl: ['group:b'] }));
+      for (let i = 0; i < 300; i++) records.push(rec(`far${i}#v1#0`, `far${i}`, 1, randomVector(), { acl: ['group:a'] }));
+      await s.upsert(records);
+      const knn = spyKnn(s);
+      const hits = await s.search({ vector: q, k: 5, scope: { tenant: 't1', principals: ['group:a'] } });
+      expect(hits.map((h) => h.chunk_id)).toEqual(bruteForce(records, q, 5, (r) => r.acl.includes('group:a')));
+      // 300 of 500 readable: 2·5/0.6 = 17 unfiltered (all group:b), then the filtered search.
+      expect(knn.calls()).toEqual([
+        { k: 17, callback: false },
+        { k: 5, callback: true },
+      ]);
+    });
+
+    it('answers every scope and filter exactly like brute force over matches() (random tenants, ACLs, metadata, chunk ids, deletes)', async () => {
+      const s = make({ ef: 1000 });
+      const r = rng(7);
+      const pick = <T,>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!;
+      const acls = [['*'], ['group:a'], ['group:b'], ['group:a', 'user:carol'], ['user:dave'], ['*', 'group:a']];
+      const model = new Map<string, VectorRecord>();
+      for (let d = 0; d < 120; d++) {
+        const tenant = d % 5 === 0 ? 't2' : 't1';
+        const acl = pick(acls);
+        const meta = { lang: pick(['en', 'zh']), year: 2000 + (d % 7), tags: d % 3 === 0 ? ['x'] : ['y', 'z'] };
+        const version = d % 11 === 0 ? 1e15 + d : 1 + (d % 3);
+        const chunks = 1 + (d % 3);
+        const recs = Array.from({ length: chunks }, (_, i) => {
+          // Irregular chunk ids (not `${doc}#v${version}#${ordinal}`) must come back verbatim.
+          const chunk_id = d % 13 === 0 ? `odd/${d}/${i}` : d % 17 === 0 ? `doc${d}#v${version}#0${i}` : `doc${d}#v${version}#${i}`;
+          return rec(chunk_id, `doc${d}`, version, randomVector(), { tenant, acl, metadata: meta });
+        });
+        await s.upsert(recs);
+        for (const x of recs) model.set(x.chunk_id, x);
+      }
+      for (let d = 0; d < 120; d += 9) {
+        await s.deleteDocument(`doc${d}`);
+        for (const [id, x] of model) if (x.document_id === `doc${d}`) model.delete(id);
+      }
+      const scopes: SearchScope[] = [
+        { tenant: 't1' },
+        { tenant: 't2' },
+        { tenant: 't1', principals: [] },
+        { tenant: 't1', principals: ['group:a'] },
+        { tenant: 't1', principals: ['group:b', 'user:dave'] },
+        { tenant: 't2', principals: ['user:carol'] },
+      ];
+      const filterSets: (Filters | undefined)[] = [undefined, {}, { lang: 'en' }, { year: { gte: 2003 } }, { tags: 'x', lang: 'zh' }, { document_id: { in: ['doc1', 'doc2', 'doc26'] } }];
+      const records = [...model.values()];
+      for (let t = 0; t < 60; t++) {
+        const sc = scopes[t % scopes.length]!;
+        const filters = filterSets[Math.floor(t / scopes.length) % filterSets.length];
+        const q = randomVector();
+        const k = 1 + (t % 12);
+        const got = await s.search({ vector: q, k, scope: sc, filters });
+        const want = bruteForce(records, q, k, (x) => matches(x, sc, filters));
+        expect(got.map((h) => h.chunk_id)).toEqual(want);
+        for (const h of got) expect(h).toMatchObject({ document_id: model.get(h.chunk_id)!.document_id, version: model.get(h.chunk_id)!.version });
+      }
+      // The same after a reopen (the table is rebuilt from SQLite).
+      await s.close();
+      const s2 = make({ ef: 1000 });
+      for (let t = 0; t < 12; t++) {
+        const sc = scopes[t % scopes.length]!;
+        const q = randomVector();
+        expect((await s2.search({ vector: q, k: 7, scope: sc })).map((h) => h.chunk_id)).toEqual(bruteForce(records, q, 7, (x) => matches(x, sc)));
+      }
+      // Chunks of one document share one document id and one ACL/metadata set in memory.
+      const st = s2.memoryStats();
+      expect(st.labels).toBe(records.length);
+      expect(st.documents).toBe(new Set(records.map((x) => x.document_id)).size);
+      expect(st.attribute_sets).toBeLessThanOrEqual(st.documents);
+      expect(st.irregular_chunk_ids).toBe(records.filter((x) => !/^doc\d+#v\d+#(0|[1-9]\d*)$/.test(x.chunk_id)).length);
+    });
+  });
+
+  it('caps the SQLite page cache of vectors.db (sqliteCacheKiB, default 2048 KiB) and rejects a bad value', () => {
+    const cacheOf = (st: EmbeddedHnswVectorStore): number => (st as unknown as { db: Database.Database }).db.pragma('cache_size', { simple: true }) as number;
+    expect(cacheOf(make())).toBe(-2048);
+    expect(cacheOf(make({ modelId: 'other', sqliteCacheKiB: 512 }))).toBe(-512);
+    expect(() => make({ modelId: 'third', sqliteCacheKiB: -1 })).toThrow(/sqliteCacheKiB must be an integer >= 0/);
   });
 
   it('rejects use after close, and close is idempotent', async () => {

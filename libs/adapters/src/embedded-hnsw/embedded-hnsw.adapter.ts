@@ -3,11 +3,10 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import Database from 'better-sqlite3';
 import { HierarchicalNSW } from 'hnswlib-node';
-import type { MetadataValue } from '@rag/contracts';
-import { matches, type FilterTarget } from '@rag/domain';
 import { Logger } from '@rag/platform';
 import type { VectorHit, VectorRecord, VectorSearchRequest, VectorStore } from '@rag/ports';
 import { openSqlite } from '../sqlite/open-sqlite';
+import { LiveEntries, type EntryFields } from './live-entries';
 
 /**
  * Embedded, persistent vector store for the one-process mode.
@@ -27,10 +26,19 @@ import { openSqlite } from '../sqlite/open-sqlite';
  *   the meta; before that, SQLite's WAL is checkpointed (synced) so the graph never holds a label SQLite could lose.
  *   A crash at any point (mid-checkpoint included) therefore leaves either checkpoint, and the catch-up makes every
  *   committed vector searchable.
- * - Search passes a filter callback to `searchKnn`, which evaluates `matches()` (tenant, ACL, metadata
- *   filters) on an in-memory label → fields map, so filtering happens inside the graph traversal and a
- *   restrictive filter still yields k matching hits (hnswlib keeps exploring until it has `ef` allowed
- *   candidates). The same map is also the liveness check: a label unknown to SQLite is never returned.
+ * - The in-memory label → fields table (LiveEntries: column arrays, interned document ids and ACL/metadata sets, no
+ *   object per label) holds exactly the rows of SQLite. Search picks the cheapest exact way to apply tenant, ACL and
+ *   metadata filters (hnswlib-node's filter is a JS callback per visited candidate, which alone cost ~30 % of the
+ *   library's queries/s on bigann10k):
+ *   1. the scope reads every label and there are no filters (one tenant, unrestricted or all-public): no filter;
+ *   2. no filters, and the per-tenant/principal counts guarantee that a fraction s of the labels is readable with
+ *      2·k/s ≤ ef: an unfiltered search for 2·k/s neighbours (the same ef, so the same graph work), filtered
+ *      afterwards; if fewer than k permitted labels come back (and they were not all labels), it falls through to 3;
+ *   3. otherwise the filter goes inside the graph traversal (a callback that is one typed-array lookup once a label's
+ *      ACL/metadata set was judged), so a restrictive filter still yields its k best matching hits (hnswlib keeps
+ *      exploring until it has `ef` allowed candidates).
+ *   Metadata filters always take 3: their selectivity is unknown, and a wasted oversampled search would double the
+ *   cost of a selective one.
  * - Each model/dimension gets its own folder `dir/<sanitised modelId>-<dim>/`, so vectors of two models
  *   never mix, and the stored model id/dim are checked on open.
  *
@@ -62,14 +70,15 @@ export interface EmbeddedHnswVectorStoreOptions {
   persistIntervalMs?: number;
   /** SQLite `synchronous` (default FULL: a returned upsert survives power loss). */
   synchronous?: 'FULL' | 'NORMAL';
+  /**
+   * SQLite page cache of vectors.db in KiB (default 2048, SQLite's own default; better-sqlite3 builds with 16 MiB).
+   * The store reads SQLite only for point lookups on upsert/delete and sequential scans on a rebuild, which a large
+   * cache barely helps, while it is resident memory beside every graph (16 MiB was 1.6 KiB per vector at 10k vectors).
+   */
+  sqliteCacheKiB?: number;
   /** Seed for the HNSW level generator (default 100), for reproducible graphs. */
   randomSeed?: number;
   logger?: Logger;
-}
-
-interface LiveEntry extends FilterTarget {
-  chunk_id: string;
-  version: number;
 }
 
 interface RecordRow {
@@ -94,11 +103,16 @@ interface IndexMeta {
   saved_at: string;
 }
 
-type IndexOp = { kind: 'remove'; label: number } | { kind: 'add'; label: number; vector: Float32Array; entry: LiveEntry };
+type IndexOp = { kind: 'remove'; label: number } | { kind: 'add'; label: number; vector: Float32Array; entry: EntryFields };
 
 const INDEX_FILE = 'index.hnsw';
 const META_FILE = 'index.meta.json';
 const DB_FILE = 'vectors.db';
+/**
+ * Oversampling factor of search path 2: an unfiltered search asks for this many times k / (readable fraction), so the
+ * expected number of permitted hits is twice k (fewer than k falls back to the filtered search).
+ */
+const OVERSAMPLE = 2;
 /** Format 2: checkpoints that are caught up on open. Format 1 (graph rewritten on every flush) loads the same way. */
 const META_FORMAT = 2;
 const READABLE_META_FORMATS = new Set([1, 2]);
@@ -124,8 +138,10 @@ function fromBlob(b: Buffer): Float32Array {
   return out;
 }
 
-function toArray(v: Float32Array): number[] {
-  return Array.from(v);
+/** Copies a vector into `out` (hnswlib-node takes a JS array; reusing one saves an allocation per call). */
+function fillArray(v: Float32Array, out: number[]): number[] {
+  for (let i = 0; i < v.length; i++) out[i] = v[i]!;
+  return out;
 }
 
 /** fsync a file or folder by path (a folder's fsync makes a rename in it durable). */
@@ -166,8 +182,13 @@ export class EmbeddedHnswVectorStore implements VectorStore {
   private readonly log: Logger;
   private readonly db: Database.Database;
   private index!: HierarchicalNSW;
-  /** label → fields used by the search filter; exactly the rows of SQLite. */
-  private readonly live = new Map<number, LiveEntry>();
+  /** label → fields used by the search filter and the hits; exactly the rows of SQLite. */
+  private readonly live = new LiveEntries();
+  /** The ef last set on the graph (setEf is only called when it changes); -1 after the graph was replaced. */
+  private efSet = -1;
+  /** Scratch arrays for hnswlib-node, which takes vectors as JS arrays (the query and the point being added). */
+  private readonly queryBuf: number[];
+  private readonly pointBuf: number[];
   /** Labels present in the graph but marked deleted (their slots are reused by later inserts). */
   private deletedInIndex = 0;
   private generation = 0;
@@ -214,12 +235,17 @@ export class EmbeddedHnswVectorStore implements VectorStore {
       throw new Error(`EmbeddedHnswVectorStore: checkpointFraction must be a finite number >= 0, got ${this.checkpointFraction}`);
     }
     this.synchronous = opts.synchronous ?? 'FULL';
+    this.queryBuf = new Array<number>(this.dim).fill(0);
+    this.pointBuf = new Array<number>(this.dim).fill(0);
     this.log = opts.logger ?? new Logger('embedded-hnsw');
     this.storeDir = path.join(opts.dir, modelFolderName(opts.modelId, opts.dim));
     fs.mkdirSync(this.storeDir, { recursive: true });
 
+    const cacheKiB = opts.sqliteCacheKiB ?? 2048;
+    if (!Number.isInteger(cacheKiB) || cacheKiB < 0) throw new Error(`EmbeddedHnswVectorStore: sqliteCacheKiB must be an integer >= 0, got ${cacheKiB}`);
     this.db = openSqlite(path.join(this.storeDir, DB_FILE), this.synchronous);
     try {
+      this.db.pragma(`cache_size = -${cacheKiB}`);
       this.db.exec(`
         CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
         CREATE TABLE IF NOT EXISTS records (
@@ -302,14 +328,7 @@ export class EmbeddedHnswVectorStore implements VectorStore {
           kind: 'add',
           label,
           vector: r.vector,
-          entry: {
-            chunk_id: r.chunk_id,
-            document_id: r.document_id,
-            tenant: r.tenant,
-            version: r.version,
-            acl: [...r.acl],
-            metadata: JSON.parse(metadata) as Record<string, MetadataValue>,
-          },
+          entry: { chunk_id: r.chunk_id, document_id: r.document_id, tenant: r.tenant, version: r.version, acl, metadata },
         });
       }
       if (ops.length > 0) this.bumpGeneration();
@@ -325,15 +344,47 @@ export class EmbeddedHnswVectorStore implements VectorStore {
     const k = Math.min(Math.floor(req.k), this.live.size);
     if (!(k > 0)) return [];
     const { scope, filters } = req;
-    const filter = (label: number): boolean => {
-      const e = this.live.get(label);
-      return e !== undefined && matches(e, scope, filters);
-    };
-    this.index.setEf(Math.max(this.ef, k));
-    const res = this.index.searchKnn(toArray(req.vector), k, filter);
+    const ef = Math.max(this.ef, k);
+    if (this.efSet !== ef) {
+      this.index.setEf(ef);
+      this.efSet = ef;
+    }
+    const query = fillArray(req.vector, this.queryBuf);
+    const live = this.live.size;
+    if (filters === undefined || Object.keys(filters).length === 0) {
+      const readable = this.live.readableAtLeast(scope);
+      if (readable === 0) return [];
+      if (readable === live) {
+        // Path 1: the scope reads every label (the graph holds exactly the live labels).
+        const hits = this.toHits(this.index.searchKnn(query, k), k, undefined);
+        if (hits.length === k) return hits;
+      } else {
+        // Path 2: oversample without a callback, filter the few results.
+        const want = Math.min(live, Math.ceil((k * OVERSAMPLE * live) / readable));
+        if (want <= ef) {
+          const permitted = this.live.permits(scope);
+          const res = this.index.searchKnn(query, want);
+          const hits = this.toHits(res, k, permitted);
+          if (hits.length === k || res.neighbors.length === live) return hits;
+        }
+      }
+    }
+    // Path 3: the filter inside the traversal.
+    return this.toHits(this.index.searchKnn(query, k, this.live.permits(scope, filters)), k, undefined);
+  }
+
+  /** What is held in memory beside the graph (counts and typed-array bytes), for diagnostics and the ann bench. */
+  memoryStats(): ReturnType<LiveEntries['stats']> & { graph_capacity: number; graph_elements: number } {
+    return { ...this.live.stats(), graph_capacity: this.index.getMaxElements(), graph_elements: this.index.getCurrentCount() };
+  }
+
+  /** The first k results that are live (and permitted, when a predicate is given), in the order hnswlib returned. */
+  private toHits(res: { neighbors: number[]; distances: number[] }, k: number, permitted: ((label: number) => boolean) | undefined): VectorHit[] {
     const hits: VectorHit[] = [];
-    for (let i = 0; i < res.neighbors.length; i++) {
-      const e = this.live.get(res.neighbors[i]!);
+    for (let i = 0; i < res.neighbors.length && hits.length < k; i++) {
+      const label = res.neighbors[i]!;
+      if (permitted && !permitted(label)) continue;
+      const e = this.live.hit(label);
       if (!e) continue;
       hits.push({ chunk_id: e.chunk_id, document_id: e.document_id, version: e.version, score: 1 - res.distances[i]! });
     }
@@ -423,14 +474,7 @@ export class EmbeddedHnswVectorStore implements VectorStore {
     this.live.clear();
     const rows = this.db.prepare<[], RecordRow>('SELECT label, chunk_id, document_id, tenant, version, acl, metadata FROM records');
     for (const r of rows.iterate()) {
-      this.live.set(r.label, {
-        chunk_id: r.chunk_id,
-        document_id: r.document_id,
-        tenant: r.tenant,
-        version: r.version,
-        acl: JSON.parse(r.acl) as string[],
-        metadata: JSON.parse(r.metadata) as Record<string, MetadataValue>,
-      });
+      this.live.add(r.label, r);
     }
   }
 
@@ -440,6 +484,7 @@ export class EmbeddedHnswVectorStore implements VectorStore {
     const loaded = this.tryLoadIndex();
     if (loaded === NEW_STORE) {
       this.index = this.newIndex(this.initialCapacity);
+      this.efSet = this.ef;
       this.deletedInIndex = 0;
       return;
     }
@@ -508,9 +553,10 @@ export class EmbeddedHnswVectorStore implements VectorStore {
     }
     this.index = index;
     this.index.setEf(this.ef);
+    this.efSet = this.ef;
     this.deletedInIndex = index.getCurrentCount() - liveInGraph;
     const missing: number[] = [];
-    for (const label of this.live.keys()) if (!inGraph.has(label)) missing.push(label);
+    for (const label of this.live.labels()) if (!inGraph.has(label)) missing.push(label);
     missing.sort((a, b) => a - b);
     try {
       for (const label of missing) {
@@ -536,9 +582,10 @@ export class EmbeddedHnswVectorStore implements VectorStore {
   private rebuildIndex(): void {
     const n = this.live.size;
     this.index = this.newIndex(Math.max(this.initialCapacity, Math.ceil(n * 1.25)));
+    this.efSet = this.ef;
     this.deletedInIndex = 0;
     const rows = this.db.prepare<[], { label: number; vector: Buffer }>('SELECT label, vector FROM records ORDER BY label');
-    for (const r of rows.iterate()) this.index.addPoint(toArray(fromBlob(r.vector)), r.label);
+    for (const r of rows.iterate()) this.index.addPoint(fillArray(fromBlob(r.vector), this.pointBuf), r.label);
     this.checkpointRequired = true;
   }
 
@@ -550,7 +597,7 @@ export class EmbeddedHnswVectorStore implements VectorStore {
       this.log.debug('grew hnsw index', { dir: this.storeDir, capacity: next });
     }
     const reuse = this.deletedInIndex > 0;
-    this.index.addPoint(toArray(vector), label, reuse);
+    this.index.addPoint(fillArray(vector, this.pointBuf), label, reuse);
     if (reuse) this.deletedInIndex -= 1;
   }
 
@@ -567,7 +614,7 @@ export class EmbeddedHnswVectorStore implements VectorStore {
           }
         } else {
           this.addToGraph(op.label, op.vector);
-          this.live.set(op.label, op.entry);
+          this.live.add(op.label, op.entry);
           this.opsSinceCheckpoint += 1;
         }
       }
@@ -603,8 +650,7 @@ export class EmbeddedHnswVectorStore implements VectorStore {
     fsyncPath(tmpIndex);
     fs.renameSync(tmpIndex, indexPath);
     fsyncPath(this.storeDir, true);
-    let maxLabel = 0;
-    for (const label of this.live.keys()) if (label > maxLabel) maxLabel = label;
+    const maxLabel = this.live.maxLabel();
     const meta: IndexMeta = {
       format: META_FORMAT,
       model_id: this.modelId,
