@@ -18,6 +18,8 @@ const spec = {
   milvus: { type: 'string', default: process.env.RAG_MILVUS_ADDRESS || '127.0.0.1:19530', help: 'Milvus address (RAG_MILVUS_ADDRESS)' },
   'milvus-metrics': { type: 'string', default: 'http://127.0.0.1:9091/metrics', help: "Milvus health port's Prometheus endpoint (entity_size)" },
   'skip-milvus': { type: 'bool', default: false, help: 'do not measure Milvus' },
+  store: { type: 'bool', default: true, help: 'measure the embedded vector store (EmbeddedHnswVectorStore from dist/ or RAG_DIST_DIR) against raw hnswlib-node on held-out queries (--no-store to skip)' },
+  'store-rounds': { type: 'int', default: 6, help: 'store vs raw: interleaved rounds per ef (each variant runs min-seconds/rounds per round)' },
   'min-seconds': { type: 'number', default: 1, help: 'repeat the query set until each measurement ran this long' },
   'max-passes': { type: 'int', default: 100, help: 'at most this many passes over the query set per measurement' },
   'max-seconds': { type: 'int', default: 900, help: 'hard limit for the whole run' },
@@ -29,7 +31,14 @@ Recall@k and single-query throughput on bigann10k (10,000 x 128, 100 queries = b
   exact L2 and exact cosine brute force, hnswlib-node (cosine, the embedded store's index) over a range of ef,
   Milvus HNSW and IVF_SQ8 (skipped when Milvus is not reachable; start it with
   \`bash deploy/local/servers.sh start milvus\`). Recall is given against BOTH the file's exact L2 ground truth and
-  exact cosine brute force (our stores use cosine, so the cosine column is the one that measures the index).`;
+  exact cosine brute force (our stores use cosine, so the cosine column is the one that measures the index).
+Then the embedded vector store against raw hnswlib-node on the same graph: the store is filled with base vectors
+100.. (held out: the queries are not in it; half the documents readable by group:a, half by group:b, metadata
+half=true on the group:a half), closed (checkpoint), and raw hnswlib-node loads that checkpoint, so both search the
+identical graph. Per ef, interleaved: raw unfiltered vs the store unrestricted (no filter callback), raw with the
+cheapest JS filter callback vs the store for principals [group:a] (oversampled, then filtered) and vs the store with
+filter {half: true} (callback inside the search). Resident memory per vector of raw hnswlib-node (capacity = n), the
+store filled from empty, and the store reopened from its checkpoint, each in a fresh child process.`;
 
 /** Ids of the k smallest values of dist (ascending). */
 function topK(dist, k) {
@@ -196,7 +205,19 @@ async function run(argv) {
     add({ method: 'hnswlib-node HNSW cosine', param: `ef=${ef}`, ...r });
   }
 
-  // (c) Milvus
+  // (c) the embedded store against raw hnswlib-node
+  let store = { skipped: 'skipped (--no-store)' };
+  if (opts.store) {
+    try {
+      store = await benchStore({ opts, dir, base, query, nq, k, queriesAreBase });
+    } catch (e) {
+      c.log(`store: failed: ${e.stack || e.message}`);
+      store = { skipped: `failed: ${e.message}` };
+    }
+    if (store.skipped) notes.push(`embedded store vs raw: ${store.skipped}`);
+  }
+
+  // (d) Milvus
   let milvus = { skipped: opts.skipMilvus ? 'skipped (--skip-milvus)' : undefined };
   if (!opts.skipMilvus) {
     milvus = await benchMilvus({ opts, base, baseArrays, queryArrays, nq, k, mopts, add });
@@ -229,6 +250,7 @@ async function run(argv) {
     sections: [
       { title: `recall@${k} and throughput (${base.n} x ${base.dim}, ${nq} queries)`, head: ['method', 'param', `recall vs L2 GT`, 'recall vs cosine', 'q/s', 'x cos BF', 'batch q/s', 'queries timed'], rows: resultRows },
       { title: 'build time and memory per vector (bytes)', head: ['index', 'params', 'index file', 'loaded data', 'getMetric delta', 'RSS delta', 'build s', 'load s'], rows: memRows },
+      ...(store.sections ?? []),
     ],
     notes,
     json: {
@@ -241,9 +263,110 @@ async function run(argv) {
       cosine_vs_l2_topk_overlap: overlap,
       results: rows,
       hnswlib: hnswMem,
+      store: { ...store, sections: undefined },
       milvus,
     },
   });
+}
+
+/** Cosine top-k over the rows of normBase that `allowed(i)` admits (the query normalised here). */
+function bruteCosMasked(normBase, q, k, dist, allowed) {
+  bruteCos(normBase, q, normBase.n, dist); // fills dist; the returned order is not used
+  for (let i = 0; i < normBase.n; i++) if (!allowed(i)) dist[i] = Infinity;
+  return topK(dist, k);
+}
+
+/**
+ * The embedded vector store vs raw hnswlib-node on the identical graph (the store's checkpoint), held-out queries:
+ * recall@k and q/s per ef, interleaved; and RSS per vector of each, measured in child processes.
+ */
+async function benchStore({ opts, dir, base, query, nq, k, queriesAreBase }) {
+  const { execFileSync } = require('node:child_process');
+  const { storeRecord, requireStore } = require('./lib/ann-rss');
+  const { EmbeddedHnswVectorStore } = requireStore();
+  const { HierarchicalNSW } = require('hnswlib-node');
+  const skip = queriesAreBase ? nq : 0; // held out: the queries are base vectors 0..nq-1
+  const n = base.n - skip;
+  const held = { n, dim: base.dim, data: base.data.subarray(skip * base.dim) };
+  const normHeld = normalise(held);
+  const dist = new Float64Array(n);
+  const even = (i) => i % 2 === 0;
+  const queries = Array.from({ length: nq }, (_, i) => new Float32Array(query.row(i)));
+  const queryArrays = queries.map((q) => Array.from(q));
+  const gtAll = queries.map((q) => bruteCos(normHeld, q, k, dist));
+  const gtEven = queries.map((q) => bruteCosMasked(normHeld, q, k, dist, even));
+  const tmp = mkdtempSync(join(os.tmpdir(), 'rag-bench-ann-store-'));
+  const out = { held_out: skip > 0, n, variants: [] };
+  try {
+    c.log(`store: filling EmbeddedHnswVectorStore with ${n} held-out vectors (M=${opts.m}, efConstruction=${opts.efConstruction}) …`);
+    const tb = process.hrtime.bigint();
+    let st = new EmbeddedHnswVectorStore({ dir: tmp, modelId: 'bench-ann', dim: base.dim, m: opts.m, efConstruction: opts.efConstruction, persistIntervalMs: 0, synchronous: 'NORMAL' });
+    for (let i = 0; i < n; i += 500) {
+      const recs = [];
+      for (let j = i; j < Math.min(n, i + 500); j++) recs.push(storeRecord(j, new Float32Array(held.data.subarray(j * base.dim, (j + 1) * base.dim))));
+      await st.upsert(recs);
+    }
+    out.store_build_s = Number(process.hrtime.bigint() - tb) / 1e9;
+    const storeDir = st.storeDir;
+    await st.close();
+    const raw = new HierarchicalNSW('cosine', base.dim);
+    raw.readIndexSync(join(storeDir, 'index.hnsw'));
+    const idOf = (chunkId) => Number(/^bench:(\d+)#/.exec(chunkId)[1]);
+    const scopeAll = { tenant: 'default' };
+    const scopeA = { tenant: 'default', principals: ['group:a'] };
+    const perRound = opts.minSeconds / opts.storeRounds;
+    for (const ef of opts.ef) {
+      st = new EmbeddedHnswVectorStore({ dir: tmp, modelId: 'bench-ann', dim: base.dim, ef, persistIntervalMs: 0, synchronous: 'NORMAL' });
+      const variants = [
+        { method: 'raw hnswlib-node', scope: 'all', gt: gtAll, one: (i) => { raw.setEf(Math.max(ef, k)); return raw.searchKnn(queryArrays[i], k).neighbors.map((l) => l - 1); } },
+        { method: 'embedded store', scope: 'unrestricted', gt: gtAll, one: async (i) => (await st.search({ vector: queries[i], k, scope: scopeAll })).map((h) => idOf(h.chunk_id)) },
+        { method: 'raw hnswlib-node + JS filter', scope: '50 % (label parity)', gt: gtEven, one: (i) => { raw.setEf(Math.max(ef, k)); return raw.searchKnn(queryArrays[i], k, (l) => (l & 1) === 1).neighbors.map((l) => l - 1); } },
+        { method: 'embedded store', scope: 'principals [group:a] (50 %)', gt: gtEven, one: async (i) => (await st.search({ vector: queries[i], k, scope: scopeA })).map((h) => idOf(h.chunk_id)) },
+        { method: 'embedded store', scope: 'filter {half: true} (50 %)', gt: gtEven, one: async (i) => (await st.search({ vector: queries[i], k, scope: scopeAll, filters: { half: true } })).map((h) => idOf(h.chunk_id)) },
+      ].map((v) => ({ ...v, queries: 0, seconds: 0, results: undefined }));
+      for (let round = 0; round < opts.storeRounds; round++) {
+        for (const v of round % 2 === 0 ? variants : [...variants].reverse()) {
+          const r = await measure(nq, v.one, { minSeconds: perRound, maxPasses: opts.maxPasses });
+          v.queries += r.queries;
+          v.seconds += r.seconds;
+          if (!v.results) v.results = r.results;
+        }
+      }
+      for (const v of variants) {
+        const row = { ef, method: v.method, scope: v.scope, recall: recall(v.results, v.gt, k), qps: v.queries / v.seconds, queries: v.queries };
+        out.variants.push(row);
+        c.log(`  ef=${ef} ${v.method} [${v.scope}]: recall@${k} ${row.recall.toFixed(3)}, ${row.qps.toFixed(0)} q/s`);
+      }
+      await st.close();
+    }
+    // RSS per vector, each in a fresh process.
+    const child = (mode, extra = []) => {
+      const args = ['--expose-gc', join(__dirname, 'lib', 'ann-rss.js'), mode, dir, String(opts.m), String(opts.efConstruction), String(skip), ...extra];
+      return JSON.parse(execFileSync(process.execPath, args, { encoding: 'utf8', env: process.env, stdio: ['ignore', 'pipe', 'inherit'] }).trim().split('\n').pop());
+    };
+    c.log('store: RSS per vector in child processes …');
+    const growDir = mkdtempSync(join(os.tmpdir(), 'rag-bench-ann-grow-'));
+    try {
+      out.rss = { raw: child('raw'), store_grow: child('store-grow', [growDir]), store_open: child('store-open', [growDir]) };
+    } finally {
+      rmSync(growDir, { recursive: true, force: true });
+    }
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
+  const rawQps = (ef, filtered) => out.variants.find((v) => v.ef === ef && v.method === (filtered ? 'raw hnswlib-node + JS filter' : 'raw hnswlib-node')).qps;
+  const rows = out.variants.map((v) => [v.method, v.scope, `ef=${v.ef}`, v.recall.toFixed(3), v.qps.toFixed(0), `${(v.qps / rawQps(v.ef, v.scope !== 'all' && v.scope !== 'unrestricted')).toFixed(2)}x`, v.queries]);
+  const rawRss = out.rss.raw.rss_bytes_per_vector;
+  const memRows = [
+    ['raw hnswlib-node (capacity n)', out.rss.raw],
+    ['embedded store, filled from empty (capacity doubling)', out.rss.store_grow],
+    ['embedded store, reopened from its checkpoint', out.rss.store_open],
+  ].map(([name, r]) => [name, r.rss_bytes_per_vector.toFixed(0), r.heap_used_bytes_per_vector.toFixed(0), r.external_bytes_per_vector.toFixed(0), `${(r.rss_bytes_per_vector / rawRss).toFixed(2)}x`]);
+  out.sections = [
+    { title: `embedded store vs raw hnswlib-node, same graph (${n} x ${base.dim}${skip ? ', held-out queries' : ''}; recall@${k} vs exact cosine over the permitted vectors)`, head: ['method', 'scope', 'ef', `recall@${k}`, 'q/s', 'x raw', 'queries timed'], rows },
+    { title: 'resident memory per vector, fresh process each (bytes)', head: ['index', 'RSS delta', 'V8 heap used', 'external (typed arrays)', 'x raw'], rows: memRows },
+  ];
+  return out;
 }
 
 async function benchMilvus({ opts, base, baseArrays, queryArrays, nq, k, mopts, add }) {
