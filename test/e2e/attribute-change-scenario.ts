@@ -63,6 +63,21 @@ export async function hits(call: Call, who: Record<string, string>, mode: (typeo
   return (r.body as { results: Hit[] }).results.filter((h) => h.document_id === DOC_ID);
 }
 
+/**
+ * Polls `get` until `ok` holds (at most `timeoutMs`), then returns the last value. Used only for "the new version is
+ * visible" checks: Milvus searches at Bounded consistency, so a vector indexed a moment ago may take a few seconds to
+ * be searchable (the embedded stores see it at once). "Nobody else sees it" checks never poll: the query-time version
+ * fence and the ACL filter must hold from the first request.
+ */
+export async function eventually<T>(get: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await get();
+    if (ok(v) || Date.now() > deadline) return v;
+    await new Promise((res) => setTimeout(res, 250));
+  }
+}
+
 /** This document's citations in /v1/query. */
 export async function cited(call: Call, who: Record<string, string>): Promise<Hit[]> {
   const r = await call('POST', '/v1/query', { question: QUESTION, top_k: 20 }, who);
@@ -79,11 +94,11 @@ export const RETAGGED: Version = { ...RETITLED, metadata: { dept: 'people', leve
 export async function indexFirstVersion(call: Call, p: Principals): Promise<void> {
   const v = await submit(call, p, V1);
   for (const mode of MODES) {
-    const h = await hits(call, p.everyone, mode);
+    const h = await eventually(() => hits(call, p.everyone, mode), (x) => x.length > 0 && x.every((y) => y.chunk_id.startsWith(`${DOC_ID}#v${v}#`)));
     expect(h.length, mode).toBeGreaterThan(0);
     expect(h.every((x) => x.chunk_id.startsWith(`${DOC_ID}#v${v}#`)), mode).toBe(true);
   }
-  expect((await cited(call, p.everyone)).length).toBeGreaterThan(0);
+  expect((await eventually(() => cited(call, p.everyone), (x) => x.length > 0)).length).toBeGreaterThan(0);
 }
 
 /** acl ["*"] → ["group:hr"] with the same text: a principal without groups loses it everywhere, hr keeps it. */
@@ -91,24 +106,24 @@ export async function narrowAcl(call: Call, p: Principals): Promise<void> {
   const v = await submit(call, p, NARROWED);
   for (const mode of MODES) {
     expect(await hits(call, p.everyone, mode), `everyone ${mode}`).toEqual([]);
-    const h = await hits(call, p.hr, mode);
+    const h = await eventually(() => hits(call, p.hr, mode), (x) => x.length > 0 && x.every((y) => y.chunk_id.startsWith(`${DOC_ID}#v${v}#`)));
     expect(h.length, `hr ${mode}`).toBeGreaterThan(0);
     expect(h.every((x) => x.chunk_id.startsWith(`${DOC_ID}#v${v}#`)), `hr ${mode}`).toBe(true);
   }
   expect(await cited(call, p.everyone)).toEqual([]);
-  expect((await cited(call, p.hr)).length).toBeGreaterThan(0);
+  expect((await eventually(() => cited(call, p.hr), (x) => x.length > 0)).length).toBeGreaterThan(0);
 }
 
 /** A new title with the same text: results and citations carry it; the ACL stays narrowed. */
 export async function changeTitle(call: Call, p: Principals): Promise<void> {
   await submit(call, p, RETITLED);
   for (const mode of MODES) {
-    const h = await hits(call, p.hr, mode);
+    const h = await eventually(() => hits(call, p.hr, mode), (x) => x.length > 0 && x.every((y) => y.title === RETITLED.title));
     expect(h.length, mode).toBeGreaterThan(0);
     expect(new Set(h.map((x) => x.title)), mode).toEqual(new Set([RETITLED.title]));
     expect(await hits(call, p.everyone, mode), `everyone ${mode}`).toEqual([]);
   }
-  const c = await cited(call, p.hr);
+  const c = await eventually(() => cited(call, p.hr), (x) => x.length > 0 && x.every((y) => y.title === RETITLED.title));
   expect(c.length).toBeGreaterThan(0);
   expect(new Set(c.map((x) => x.title))).toEqual(new Set([RETITLED.title]));
 }
@@ -117,7 +132,7 @@ export async function changeTitle(call: Call, p: Principals): Promise<void> {
 export async function changeMetadata(call: Call, p: Principals): Promise<void> {
   await submit(call, p, RETAGGED);
   for (const mode of MODES) {
-    expect((await hits(call, p.hr, mode, { dept: 'people' })).length, mode).toBeGreaterThan(0);
+    expect((await eventually(() => hits(call, p.hr, mode, { dept: 'people' }), (x) => x.length > 0)).length, mode).toBeGreaterThan(0);
     expect(await hits(call, p.hr, mode, { dept: 'finance' }), mode).toEqual([]);
   }
 }

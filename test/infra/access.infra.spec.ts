@@ -8,6 +8,7 @@
  */
 import { SignJWT, type JWTPayload } from 'jose';
 import { SqliteApiKeyStore } from '@rag/adapters';
+import { externalDocumentId, internalDocumentId } from '@rag/domain';
 import { issueApiKey } from '@rag/services';
 import {
   ALL_A,
@@ -113,10 +114,12 @@ describe('tenants and access (distributed: Kafka, gRPC, Milvus, OpenSearch)', ()
     ];
     for (const { scope, want } of scopes) {
       // k = the number of permitted documents' chunks or fewer: a post-filter over the global top k would come up short.
+      // The stores hold internal ids (`<tenant>#<id>` outside the default tenant); the API shows the tenant's own ids.
+      const external = (h: { document_id: string }[]) => [...new Set(h.map((x) => externalDocumentId(scope.tenant, x.document_id) ?? x.document_id))].sort();
       const dense = await milvus.search({ vector: vector!, k: 50, scope });
-      expect([...new Set(dense.map((h) => h.document_id))].sort(), `milvus ${JSON.stringify(scope)}`).toEqual(want);
+      expect(external(dense), `milvus ${JSON.stringify(scope)}`).toEqual(want);
       const keyword = await opensearch.search({ query: QUERY, k: 50, scope });
-      expect([...new Set(keyword.map((h) => h.document_id))].sort(), `opensearch ${JSON.stringify(scope)}`).toEqual(want);
+      expect(external(keyword), `opensearch ${JSON.stringify(scope)}`).toEqual(want);
       if (want.length > 0) {
         expect((await milvus.search({ vector: vector!, k: 1, scope })).length).toBe(1);
         expect((await opensearch.search({ query: QUERY, k: 1, scope })).length).toBe(1);
@@ -155,7 +158,8 @@ describe('tenants and access (distributed: Kafka, gRPC, Milvus, OpenSearch)', ()
     // document's events are handled in order), while right after `narrowAcl` that delete may still be under way (the
     // API fences on the active version, a direct store search does not).
     const [vector] = await embedder.embed([attributeChange.QUESTION], 'query');
-    const ids = (h: { document_id: string }[]) => h.filter((x) => x.document_id === attributeChange.DOC_ID).length;
+    const stored = internalDocumentId(TENANT_A, attributeChange.DOC_ID);
+    const ids = (h: { document_id: string }[]) => h.filter((x) => x.document_id === stored).length;
     expect(ids(await milvus.search({ vector: vector!, k: 50, scope: { tenant: TENANT_A, principals: [] } }))).toBe(0);
     expect(ids(await opensearch.search({ query: attributeChange.QUESTION, k: 50, scope: { tenant: TENANT_A, principals: [] } }))).toBe(0);
     expect(ids(await milvus.search({ vector: vector!, k: 50, scope: { tenant: TENANT_A, principals: ['group:hr'] } }))).toBeGreaterThan(0);

@@ -51,11 +51,14 @@ async function workload(round: number): Promise<void> {
   const r = await call<{ accepted: unknown[] }>('POST', '/v1/documents:batch', { documents: ids.map(doc) });
   expect(r.body.accepted).toHaveLength(ids.length);
   await waitAll(ids.map((i) => `doc-${i}`), 'indexed');
+  let traceId = '';
   for (const i of ids) {
-    const q = await call('POST', '/v1/query', { question: `Which Mach number was model number ${i} tested at?`, rerank: true });
+    const q = await call<{ trace_id: string }>('POST', '/v1/query', { question: `Which Mach number was model number ${i} tested at?`, rerank: true });
     expect(q.status).toBe(200);
+    traceId = q.body.trace_id;
   }
-  await call('POST', '/v1/feedback', { trace_id: '0'.repeat(32), rating: 'up' });
+  // Feedback is accepted only on a trace the gateway issued to the caller's tenant.
+  expect((await call('POST', '/v1/feedback', { trace_id: traceId, rating: 'up' })).status).toBe(202);
 }
 
 describe('Prometheus scrapes every service: P99 of each stage by PromQL', () => {
