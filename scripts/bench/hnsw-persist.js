@@ -32,18 +32,6 @@ Bytes come from /proc/self/io of this process (wchar: bytes handed to write(); w
 Then, at the largest size: N un-checkpointed adds, a simulated crash (the SQLite handle closed, no checkpoint), and
 the time of the next open (load + catch-up), vs a full rebuild from SQLite (the old design's open after a crash).`;
 
-/** Deterministic PRNG (mulberry32). */
-function rng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 function io() {
   const text = readFileSync('/proc/self/io', 'utf8');
   const get = (k) => Number(new RegExp(`^${k}:\\s*(\\d+)`, 'm').exec(text)?.[1] ?? NaN);
@@ -71,7 +59,7 @@ async function run(argv) {
   if (!process.env.RAG_LOG_LEVEL) platform.setLogLevel('warn');
   const sizes = [...opts.sizes].sort((a, b) => a - b);
   const { dim, chunks } = opts;
-  const rand = rng(7);
+  const rand = c.rng(7);
   const vector = () => {
     const v = new Float32Array(dim);
     let n = 0;

@@ -30,18 +30,6 @@ queries (tenant "t1" + principals ["g2"], k hits) run through:
               the query tokens, joined on a tenant/ACL table, ORDER BY rank (bm25(), fixed k1=1.2 b=0.75) LIMIT k
 Every pruned result list is compared with the exhaustive one (ids in order); mismatches are counted.`;
 
-/** Deterministic PRNG (mulberry32). */
-function rng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 function latency(ms) {
   const s = [...ms].sort((a, b) => a - b);
   return { mean: s.reduce((a, b) => a + b, 0) / s.length, p50: c.quantile(s, 0.5), p95: c.quantile(s, 0.95), p99: c.quantile(s, 0.99) };
@@ -80,7 +68,7 @@ async function run(argv) {
     ...cmrc.queries.filter((_, i) => i % 7 === 0).slice(0, nZh).map((q) => q.text),
   ];
 
-  const rand = rng(13);
+  const rand = c.rng(13);
   const int = (lo, hi) => lo + Math.floor(rand() * (hi - lo + 1));
   const window = (arr, lo, hi) => {
     const len = Math.min(arr.length, int(lo, hi));

@@ -299,6 +299,18 @@ function table(head, rows) {
   return [line(head.map(String)), widths.map((w) => '-'.repeat(w)).join('  '), ...cells.map(line)].join('\n');
 }
 
+/** Deterministic PRNG (mulberry32). */
+function rng(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
 /** Prints the header (what, hardware, date), the tables and notes, and the one JSON line, on stdout. */
 function report({ bench, hw, started, sections, notes, json }) {
   const out = [];
@@ -319,6 +331,7 @@ function report({ bench, hw, started, sections, notes, json }) {
 
 module.exports = {
   root,
+  rng,
   distDir,
   defaultEvalDir,
   requireDist,
