@@ -30,27 +30,13 @@ export class ChunkerStage {
     const chunked = chunkDocumentWithin(doc, this.options, this.maxChunks);
     if (!chunked.ok) {
       setSpanAttributes({ 'rag.outcome': 'failed' });
-      await publishStatus(this.bus, {
-        document_id: doc.document_id,
-        tenant: doc.tenant,
-        version: doc.version,
-        status: 'failed',
-        stage: 'chunker',
-        error: `${chunked.code}: ${chunked.reason} (RAG_MAX_CHUNKS_PER_DOCUMENT)`,
-      });
+      await this.fail(doc, `${chunked.code}: ${chunked.reason} (RAG_MAX_CHUNKS_PER_DOCUMENT)`);
       return;
     }
     const chunks = chunked.chunks;
     setSpanAttributes({ 'rag.chunks': chunks.length, 'rag.chunks.child': chunks.filter((c) => c.kind === 'child').length });
     if (chunks.length === 0) {
-      await publishStatus(this.bus, {
-        document_id: doc.document_id,
-        tenant: doc.tenant,
-        version: doc.version,
-        status: 'failed',
-        stage: 'chunker',
-        error: 'empty: the document has no text to index',
-      });
+      await this.fail(doc, 'empty: the document has no text to index');
       return;
     }
     const out: ChunksEvent = {
@@ -66,5 +52,10 @@ export class ChunkerStage {
       },
     };
     await this.bus.publish(Topic.Chunks, [{ key: doc.document_id, value: out }]);
+  }
+
+  /** The document ends `failed` with the reason (a value, not an exception: nothing to retry or dead-letter). */
+  private fail(doc: { document_id: string; tenant: string; version: number }, error: string): Promise<void> {
+    return publishStatus(this.bus, { document_id: doc.document_id, tenant: doc.tenant, version: doc.version, status: 'failed', stage: 'chunker', error });
   }
 }
