@@ -1,5 +1,5 @@
 import type { Degraded, ScoredChunk } from '@rag/contracts';
-import { buildAnswerPrompt, extractiveAnswer, isRefusalAnswer, parseCitations, REFUSAL_MESSAGE, shouldRefuse } from '@rag/domain';
+import { buildAnswerPrompt, extractiveAnswer, isRefusalAnswer, LexicalMemo, parseCitations, REFUSAL_MESSAGE, shouldRefuse, type LexicalMemoOptions } from '@rag/domain';
 import { inStage, Logger, setSpanAttributes } from '@rag/platform';
 import type { Llm } from '@rag/ports';
 import type { GenerateCall, GenerationResult } from './query-path';
@@ -10,6 +10,11 @@ export interface GeneratorOptions {
   llmTimeoutMs: number;
   /** Sources handed to the answerer. */
   maxSources: number;
+  /**
+   * Memo of the sources' text analysis shared by the gate and the extractive answerer across queries (results are
+   * identical with or without; see LexicalMemo). Absent: no memo.
+   */
+  lexicalMemo?: LexicalMemoOptions;
 }
 
 /**
@@ -18,10 +23,18 @@ export interface GeneratorOptions {
  */
 export class GeneratorService implements GenerateCall {
   private readonly log = new Logger('generator');
+  private readonly memo: LexicalMemo | undefined;
   constructor(
     private readonly llm: Llm | null,
     private readonly opts: GeneratorOptions,
-  ) {}
+  ) {
+    this.memo = opts.lexicalMemo && opts.lexicalMemo.maxEntries > 0 ? new LexicalMemo(opts.lexicalMemo) : undefined;
+  }
+
+  /** Hits, misses and size of the text-analysis memo (null without one). */
+  memoStats() {
+    return this.memo?.stats() ?? null;
+  }
 
   generate(question: string, all: ScoredChunk[], onDelta?: (t: string) => void, signal?: AbortSignal): Promise<GenerationResult> {
     const attributes = { 'rag.sources': Math.min(all.length, this.opts.maxSources), 'rag.llm.model': this.llm?.id ?? 'extractive' };
@@ -39,6 +52,7 @@ export class GeneratorService implements GenerateCall {
       question,
       sources.map((s) => ({ text: context(s), score: s.score })),
       this.opts.refusalThreshold,
+      this.memo,
     );
     if (sources.length === 0 || gate.refuse) {
       onDelta?.(REFUSAL_MESSAGE);
@@ -75,6 +89,7 @@ export class GeneratorService implements GenerateCall {
     const ex = extractiveAnswer(
       question,
       sources.map((s, i) => ({ ref: i + 1, text: context(s), score: s.score, title: s.title })),
+      { memo: this.memo },
     );
     onDelta?.(ex.answer);
     return { answer: ex.answer, refused: false, cited_refs: ex.citedRefs, degraded, evidence: gate.evidence };

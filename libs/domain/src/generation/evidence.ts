@@ -1,5 +1,5 @@
-import { tokenize } from '../text';
-import { containsCjk, isCjkToken, normText, questionBigrams, questionTokens } from './lexical';
+import { containsCjk, isCjkToken, questionBigrams, questionTokens } from './lexical';
+import { gateFeaturesOf, type GateFeatures, type LexicalMemo } from './lexical-memo';
 
 /** Pseudo-count of one unmatched "virtual" question token (in units of the mean token weight): short questions need fuller coverage. */
 const SMOOTHING = 0.5;
@@ -28,31 +28,46 @@ function tokenWeight(token: string): number {
  * - for a question with CJK text the score is the mean of the word coverage and the character-bigram
  *   coverage (share of the question's CJK bigrams found in the text, smoothed the same way), since
  *   Chinese questions rarely share exact segmented words with their answer.
- * A question without content tokens scores 0.
+ * A question without content tokens scores 0. With a `memo`, the text's analysis (tokens, prefixes,
+ * normalised form) is taken from it when the same text was analysed before; the score is the same.
  */
-export function evidenceScore(question: string, text: string): number {
-  const qTokens = questionTokens(question);
+export function evidenceScore(question: string, text: string, memo?: LexicalMemo): number {
+  return scoreWith(questionFeaturesOf(question), memo ? memo.gate(text) : gateFeaturesOf(text));
+}
+
+interface QuestionFeatures {
+  tokens: readonly string[];
+  cjk: boolean;
+  bigrams: readonly string[];
+}
+
+/** The question's side of the score, computed once per question (not once per source). */
+function questionFeaturesOf(question: string): QuestionFeatures {
+  const tokens = questionTokens(question);
+  const cjk = tokens.length > 0 && containsCjk(question);
+  return { tokens, cjk, bigrams: cjk ? questionBigrams(question) : [] };
+}
+
+function scoreWith(q: QuestionFeatures, text: GateFeatures): number {
+  const qTokens = q.tokens;
   if (qTokens.length === 0) return 0;
-  const tText = normText(text);
-  const textTokens = new Set(tokenize(text));
-  const prefixes = new Set<string>();
-  for (const t of textTokens) if (t.length >= 5 && !isCjkToken(t)) prefixes.add(t.slice(0, 5));
+  const { norm: tText, tokens: textTokens, prefixes } = text;
   let matched = 0;
   let total = 0;
-  for (const q of qTokens) {
-    const w = tokenWeight(q);
+  for (const t of qTokens) {
+    const w = tokenWeight(t);
     total += w;
-    if (isCjkToken(q)) {
-      if (tText.includes(q)) matched += w;
-    } else if (textTokens.has(q)) {
+    if (isCjkToken(t)) {
+      if (tText.includes(t)) matched += w;
+    } else if (textTokens.has(t)) {
       matched += w;
-    } else if (q.length >= 6 && hasLongPrefixMatch(q, textTokens, prefixes)) {
+    } else if (t.length >= 6 && hasLongPrefixMatch(t, textTokens, prefixes)) {
       matched += w / 2;
     }
   }
   const wordCoverage = matched / (total + (SMOOTHING * total) / qTokens.length);
-  if (!containsCjk(question)) return wordCoverage;
-  const bigrams = questionBigrams(question);
+  if (!q.cjk) return wordCoverage;
+  const bigrams = q.bigrams;
   if (bigrams.length === 0) return wordCoverage;
   const found = bigrams.filter((b) => tText.includes(b)).length;
   return (wordCoverage + found / (bigrams.length + SMOOTHING)) / 2;
@@ -79,8 +94,9 @@ export interface RefusalDecision {
  * (`evidence < threshold`), or when there are no sources. Retrieval scores are not used: BM25, cosine
  * and reranker scores are not comparable across modes, while lexical coverage is.
  */
-export function shouldRefuse(question: string, topSources: readonly { text: string; score: number }[], threshold: number): RefusalDecision {
+export function shouldRefuse(question: string, topSources: readonly { text: string; score: number }[], threshold: number, memo?: LexicalMemo): RefusalDecision {
   let evidence = 0;
-  for (const s of topSources) evidence = Math.max(evidence, evidenceScore(question, s.text));
+  const q = questionFeaturesOf(question);
+  for (const s of topSources) evidence = Math.max(evidence, scoreWith(q, memo ? memo.gate(s.text) : gateFeaturesOf(s.text)));
   return { refuse: topSources.length === 0 || evidence < threshold, evidence };
 }

@@ -1,6 +1,5 @@
-import { tokenize } from '../text';
-import { containsCjk, isCjkToken, normText, questionBigrams, questionTokens, textBigrams } from './lexical';
-import { splitSentences } from './sentences';
+import { containsCjk, isCjkToken, normText, questionBigrams, questionTokens } from './lexical';
+import { contextFeaturesOf, sentenceFeaturesOf, type LexicalMemo } from './lexical-memo';
 
 export interface ExtractiveSource {
   /** Citation number, [1]..[n]. */
@@ -20,6 +19,8 @@ export interface ExtractiveOptions {
   maxSentences?: number;
   /** Most characters in the answer, citations included (default: no limit). */
   maxChars?: number;
+  /** Reuse the analysis (sentences, tokens, bigrams) of texts seen before; the answer is the same with or without. */
+  memo?: LexicalMemo;
 }
 
 export interface ExtractiveAnswer {
@@ -42,11 +43,11 @@ interface Candidate {
   sourceRank: number;
   position: number;
   text: string;
-  tokens: Set<string>;
-  bigrams: Set<string>;
+  tokens: ReadonlySet<string>;
+  bigrams: ReadonlySet<string>;
   /** What the sentence inherits from its source: the title's (or first sentence's) tokens and bigrams. */
-  contextTokens: Set<string>;
-  contextBigrams: Set<string>;
+  contextTokens: ReadonlySet<string>;
+  contextBigrams: ReadonlySet<string>;
   score: number;
 }
 
@@ -80,21 +81,22 @@ export function extractiveAnswer(question: string, sources: readonly ExtractiveS
   const maxSentences = Math.max(1, Math.floor(opts.maxSentences ?? 3));
   const ranked = sources.map((s, i) => ({ s, i })).sort((a, b) => b.s.score - a.s.score || a.i - b.i);
   const candidates: Candidate[] = [];
+  const memo = opts.memo;
   ranked.forEach(({ s }, sourceRank) => {
-    const sentences = splitSentences(s.text.normalize('NFC'));
-    const context = s.title?.trim() ? s.title : (sentences[0]?.text ?? '');
-    const contextTokens = new Set(tokenize(context));
-    const contextBigrams = textBigrams(context);
+    const sentences = memo ? memo.sentences(s.text) : sentenceFeaturesOf(s.text);
+    // The context is the title, or else the first sentence, whose analysis is already at hand.
+    const title = s.title?.trim() ? s.title : undefined;
+    const context = title !== undefined ? (memo ? memo.context(title) : contextFeaturesOf(title)) : (sentences[0] ?? contextFeaturesOf(''));
     sentences.forEach((sentence, position) => {
       candidates.push({
         ref: s.ref,
         sourceRank,
         position,
         text: sentence.text,
-        tokens: new Set(tokenize(sentence.text)),
-        bigrams: textBigrams(sentence.text),
-        contextTokens,
-        contextBigrams,
+        tokens: sentence.tokens,
+        bigrams: sentence.bigrams,
+        contextTokens: context.tokens,
+        contextBigrams: context.bigrams,
         score: 0,
       });
     });

@@ -5,3 +5,5 @@ export { extractiveAnswer } from './extractive';
 export type { ExtractiveAnswer, ExtractiveOptions, ExtractiveSource } from './extractive';
 export { evidenceScore, shouldRefuse } from './evidence';
 export type { RefusalDecision } from './evidence';
+export { LexicalMemo } from './lexical-memo';
+export type { LexicalMemoOptions, LexicalMemoStats } from './lexical-memo';

@@ -10,7 +10,12 @@ import { CONFIG, GENERATE_CALL } from '../core/tokens';
     {
       provide: GENERATE_CALL,
       useFactory: (llm: Llm | null, c: AppConfig) =>
-        new GeneratorService(llm, { refusalThreshold: c.RAG_REFUSAL_THRESHOLD, llmTimeoutMs: c.RAG_LLM_TIMEOUT_MS, maxSources: c.RAG_TOP_K }),
+        new GeneratorService(llm, {
+          refusalThreshold: c.RAG_REFUSAL_THRESHOLD,
+          llmTimeoutMs: c.RAG_LLM_TIMEOUT_MS,
+          maxSources: c.RAG_TOP_K,
+          lexicalMemo: { maxEntries: c.RAG_GENERATOR_MEMO_ENTRIES, maxChars: c.RAG_GENERATOR_MEMO_CHARS },
+        }),
       inject: [LLM, CONFIG],
     },
   ],
