@@ -8,6 +8,7 @@ export interface IngestSummary {
   indexed: number;
   failed: { document_id: string; error: string }[];
   unchanged: number;
+  /** From the first submission to the last terminal status (or to the end of submission without --wait). */
   seconds: number;
 }
 
@@ -37,7 +38,9 @@ export async function ingest(client: PlatformClient, docs: SourceDoc[], opts: { 
     summary.seconds = progress.elapsedSeconds;
     return summary;
   }
-  const tracker = new Progress(opts.label ?? 'ingest', pending.size);
+  // Same start as the submission phase: the rate shown is documents finished per second of the whole run (the
+  // pipeline works while documents are still being submitted), not per second since the last submission.
+  const tracker = new Progress(opts.label ?? 'ingest', pending.size, progress.startedAt);
   const deadline = Date.now() + (opts.timeoutMs ?? 60 * 60 * 1000);
   let done = 0;
   while (pending.size > 0) {

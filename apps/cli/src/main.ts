@@ -81,6 +81,8 @@ program
           failed: s.failed.length,
           rejected: s.rejected.length + problems.length,
           seconds: Math.round(s.seconds * 10) / 10,
+          // Overall rate: finished documents over the whole run, submission included (null without --wait).
+          docs_per_s: opts.wait && s.seconds > 0 ? Math.round(((s.indexed + s.failed.length) / s.seconds) * 10) / 10 : null,
         }) + '\n',
       );
       process.exitCode = s.failed.length || s.rejected.length || problems.length ? 1 : 0;

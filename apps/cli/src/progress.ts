@@ -1,12 +1,13 @@
 /** One status line on stderr, rewritten in place on a terminal and printed every few seconds otherwise. */
 export class Progress {
   private last = 0;
-  private readonly started = Date.now();
   private readonly tty = Boolean(process.stderr.isTTY);
 
+  /** `started`: when the work began (a second phase passes the first phase's start, so its rate is the overall one). */
   constructor(
     private readonly label: string,
     private readonly total: number,
+    private readonly started = Date.now(),
   ) {}
 
   update(done: number, extra = '', force = false): void {
@@ -25,6 +26,10 @@ export class Progress {
   finish(done: number, extra = ''): void {
     this.update(done, extra, true);
     if (this.tty) process.stderr.write('\n');
+  }
+
+  get startedAt(): number {
+    return this.started;
   }
 
   get elapsedSeconds(): number {
