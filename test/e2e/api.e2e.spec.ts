@@ -1,4 +1,4 @@
-import { buildPdf } from '../../libs/domain/src/loading/testing/pdf-fixture';
+import { buildPdf } from '../../libs/adapters/src/document-parsers/testing/pdf-fixture';
 import { api, removeDir, startServer, waitForStatus, type Server } from './harness';
 
 interface Answer {

@@ -2,8 +2,8 @@
  * Issue 11 item 4, end to end: the hostile files of the black-box probe, generated here, each end with a clear status
  * while the server keeps serving; metadata over the caps is refused at the API.
  */
-import { buildDocx, paragraphsXml } from '../../libs/domain/src/loading/testing/docx-fixture';
-import { buildPdf } from '../../libs/domain/src/loading/testing/pdf-fixture';
+import { buildDocx, paragraphsXml } from '../../libs/adapters/src/document-parsers/testing/docx-fixture';
+import { buildPdf } from '../../libs/adapters/src/document-parsers/testing/pdf-fixture';
 import { api, removeDir, startServer, waitForStatus, type Server } from './harness';
 
 const DOCX = 'application/vnd.openxmlformats-officedocument.wordprocessingml.document';

@@ -1,11 +1,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EmbeddedBm25KeywordIndex, EmbeddedHnswVectorStore, HashingEmbedder, SqliteLogBus, SqliteRegistry } from '@rag/adapters';
+import { BINARY_PARSERS, EmbeddedBm25KeywordIndex, EmbeddedHnswVectorStore, HashingEmbedder, SqliteLogBus, SqliteRegistry } from '@rag/adapters';
 import { Topic } from '@rag/contracts';
 import { DEFAULT_CHUNK_OPTIONS } from '@rag/domain';
 import type { Bus, Embedder, KeywordIndex, VectorStore } from '@rag/ports';
-import { ChunkerStage, DeadLetterProjector, DocumentService, EmbedderStage, IndexerStage, LoaderStage, StatusProjector } from '@rag/application';
+import { ChunkerStage, DeadLetterProjector, DocumentService, EmbedderStage, IndexerStage, InProcessDocumentParser, LoaderStage, StatusProjector } from '@rag/application';
 import { EmbeddingService, GeneratorService, QueryOrchestrator, RerankerService, RetrieverService } from '@rag/application';
 
 /**
@@ -21,7 +21,7 @@ export async function createPipeline(opts: { vectors?: (v: VectorStore) => Vecto
   const vectors = opts.vectors ? opts.vectors(realVectors) : realVectors;
   const keywords: KeywordIndex = new EmbeddedBm25KeywordIndex({ dir });
   const stages = {
-    loader: new LoaderStage(bus),
+    loader: new LoaderStage(bus, [], new InProcessDocumentParser(undefined, BINARY_PARSERS)),
     chunker: new ChunkerStage(bus, DEFAULT_CHUNK_OPTIONS),
     embedder: new EmbedderStage(bus, embedder, 16),
     indexer: new IndexerStage(bus, registry, vectors, keywords, embedder.modelId),

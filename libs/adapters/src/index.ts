@@ -21,3 +21,4 @@ export * from './notion';
 export * from './sqlite-api-keys';
 export * from './script-routed-embedder';
 export * from './sqlite';
+export * from './document-parsers';

@@ -1,10 +1,7 @@
 import { join } from 'node:path';
 import { DEFAULT_PARSE_LIMITS, type ParseLimits } from '@rag/domain';
-// the domain's test fixtures are not in its barrel (they need devDependencies such as jszip), so specs import them by path
-// eslint-disable-next-line @nx/enforce-module-boundaries
-import { buildDocx, paragraphsXml } from '../../../domain/src/loading/testing/docx-fixture';
-// eslint-disable-next-line @nx/enforce-module-boundaries
-import { buildPdf } from '../../../domain/src/loading/testing/pdf-fixture';
+import { buildDocx, paragraphsXml } from '../document-parsers/testing/docx-fixture';
+import { buildPdf } from '../document-parsers/testing/pdf-fixture';
 import { HANG_MIME } from './testing/hang.worker';
 import { WorkerDocumentParser, type WorkerParserOptions } from './worker-parser.adapter';
 

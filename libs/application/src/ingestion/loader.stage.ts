@@ -7,7 +7,7 @@ import {
   type SourceEvent,
   type StructuredDocument,
 } from '@rag/contracts';
-import { contentHash, DEFAULT_PARSE_LIMITS, loadContent, type ParseLimits } from '@rag/domain';
+import { contentHash, DEFAULT_PARSE_LIMITS, loadContent, type BinaryParsers, type ParseLimits } from '@rag/domain';
 import { Logger, setSpanAttributes } from '@rag/platform';
 import type { Bus, BusMessage, DocumentParser, ParseOutcome, ParseRequest } from '@rag/ports';
 import { AppError } from '@rag/platform';
@@ -23,13 +23,17 @@ type Loaded = { ok: true; document: StructuredDocument } | { ok: false; reason: 
 /**
  * Parses on the caller's thread, within the same parse limits but without a time or memory limit (a stuck parse cannot
  * be stopped here). For tests and tools that build a LoaderStage without a parser; services wire the worker pool
- * (libs/adapters worker-parser) instead.
+ * (libs/adapters worker-parser) instead. PDF and DOCX need `binary` (libs/adapters document-parsers `BINARY_PARSERS`,
+ * which this layer cannot import); without it they come back `unsupported_media_type`.
  */
 export class InProcessDocumentParser implements DocumentParser {
-  constructor(private readonly limits: ParseLimits = DEFAULT_PARSE_LIMITS) {}
+  constructor(
+    private readonly limits: ParseLimits = DEFAULT_PARSE_LIMITS,
+    private readonly binary: BinaryParsers = {},
+  ) {}
   async parse(request: ParseRequest): Promise<ParseOutcome> {
     const bytes = Buffer.from(request.bytes.buffer, request.bytes.byteOffset, request.bytes.byteLength);
-    const r = await loadContent({ bytes, mimeType: request.mimeType, title: request.title, filename: request.filename }, this.limits);
+    const r = await loadContent({ bytes, mimeType: request.mimeType, title: request.title, filename: request.filename }, this.limits, this.binary);
     if (r.ok) return r;
     return { ok: false, code: r.code, reason: r.reason };
   }

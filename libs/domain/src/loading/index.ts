@@ -25,17 +25,24 @@ export {
   type LoadResult,
   type LoadFailureCode,
   type TitleHints,
+  type BinaryParser,
+  type BinaryParsers,
+  type BinaryParseResult,
 } from './load';
 export { parseJsonl, type JsonlDoc, type JsonlError, type JsonlParseResult } from './jsonl';
 export { normalizeBody, contentHash, blocksToText } from './normalize';
-export { parsePlainText } from './text';
+export { parsePlainText, isCjk, joinLines } from './text';
 export { parseMarkdown, type MarkdownParseResult } from './markdown';
-export { parseHtml, type HtmlParseResult } from './html';
+export { parseHtml, decodeEntities, type HtmlParseResult } from './html';
+export { isZip, zipEntries, ZIP_LOCAL_HEADER, type ZipEntry } from './zip';
 export {
   DEFAULT_PARSE_LIMITS,
   PARSE_LIMIT_SETTING,
   formatBytes,
   utf8Length,
+  tooLarge,
+  textTooLarge,
+  type LimitFailure,
   type ParseLimits,
   type ParseLimitName,
 } from './limits';

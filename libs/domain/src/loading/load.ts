@@ -1,7 +1,6 @@
 import type { Block } from '@rag/contracts';
-import { parseDocx } from './docx';
 import { parseHtml } from './html';
-import { DEFAULT_PARSE_LIMITS, textTooLarge, utf8Length, type ParseLimitName, type ParseLimits } from './limits';
+import { DEFAULT_PARSE_LIMITS, textTooLarge, utf8Length, type LimitFailure, type ParseLimitName, type ParseLimits } from './limits';
 import { parseMarkdown } from './markdown';
 import {
   DOCUMENT_MIME_TYPES,
@@ -14,7 +13,6 @@ import {
   MIME_TEXT,
   normalizeMimeType,
 } from './mime';
-import { parsePdf } from './pdf';
 import { cleanText, collapseWhitespace, decodeText, NotTextError, parsePlainText } from './text';
 
 export interface LoadInput {
@@ -99,6 +97,19 @@ interface Parsed {
 
 type ParseOutcome = ({ ok: true } & Parsed) | Extract<LoadResult, { ok: false }>;
 
+/** What a binary-format parser returns: blocks (and the file's own title, page count), or why not. */
+export type BinaryParseResult = { ok: true; blocks: Block[]; title?: string; pages?: number } | { ok: false; code: 'corrupt' | 'empty'; reason: string } | LimitFailure;
+
+/** Parses one binary document's bytes within `limits`; expected failures are values, never thrown. */
+export type BinaryParser = (bytes: Buffer, limits: ParseLimits) => Promise<BinaryParseResult>;
+
+/**
+ * The parsers of the binary formats. They need SDKs and Node built-ins (pdf.js, mammoth, zlib), so they live in an
+ * adapter (libs/adapters/src/document-parsers, `BINARY_PARSERS`) and are passed in; the domain keeps the dispatch,
+ * the limits and the title rules. A format without a parser is answered `unsupported_media_type`.
+ */
+export type BinaryParsers = Partial<Record<typeof MIME_PDF | typeof MIME_DOCX, BinaryParser>>;
+
 function decode(bytes: Buffer): { ok: true; text: string } | { ok: false; code: 'corrupt'; reason: string } {
   try {
     return { ok: true, text: cleanText(decodeText(bytes)) };
@@ -108,12 +119,14 @@ function decode(bytes: Buffer): { ok: true; text: string } | { ok: false; code: 
   }
 }
 
-async function parse(mime: string, bytes: Buffer, limits: ParseLimits): Promise<ParseOutcome> {
+async function parse(mime: string, bytes: Buffer, limits: ParseLimits, binary: BinaryParsers): Promise<ParseOutcome> {
   switch (mime) {
     case MIME_PDF:
-      return parsePdf(bytes, limits);
-    case MIME_DOCX:
-      return parseDocx(bytes, limits);
+    case MIME_DOCX: {
+      const parser = binary[mime];
+      if (!parser) return { ok: false, code: 'unsupported_media_type', reason: `no ${mime} parser is wired in this process` };
+      return parser(bytes, limits);
+    }
     case MIME_TEXT:
     case MIME_MARKDOWN:
     case MIME_HTML: {
@@ -149,9 +162,10 @@ function blocksTextBytes(blocks: Block[]): number {
 /**
  * Parses one document's bytes into structured blocks. Expected failures are values, never thrown:
  * an unsupported type, a corrupt file (damaged PDF/DOCX, binary bytes declared as text), no text at all, or
- * a document over one of the `limits` (`too_large`, with the limit it hit).
+ * a document over one of the `limits` (`too_large`, with the limit it hit). PDF and DOCX go to `binary` (see
+ * `BinaryParsers`); text, Markdown and HTML are parsed here.
  */
-export async function loadContent(input: LoadInput, limits: ParseLimits = DEFAULT_PARSE_LIMITS): Promise<LoadResult> {
+export async function loadContent(input: LoadInput, limits: ParseLimits = DEFAULT_PARSE_LIMITS, binary: BinaryParsers = {}): Promise<LoadResult> {
   const mime = normalizeMimeType(input.mimeType);
   if (mime === MIME_JSONL) {
     return {
@@ -169,7 +183,7 @@ export async function loadContent(input: LoadInput, limits: ParseLimits = DEFAUL
   }
   if (input.bytes.length === 0) return { ok: false, code: 'empty', reason: 'document has no text' };
 
-  const parsed = await parse(mime, input.bytes, limits);
+  const parsed = await parse(mime, input.bytes, limits, binary);
   if (!parsed.ok) return parsed;
   if (blocksTextBytes(parsed.blocks) > limits.maxTextBytes) return textTooLarge(limits.maxTextBytes);
   const blocks = parsed.blocks.filter((b) => (b.type === 'list' ? b.items.length > 0 : b.type === 'table' ? b.rows.length > 0 : b.text.trim() !== ''));

@@ -1,6 +1,6 @@
+import { detectMimeType, MIME_DOCX } from '@rag/domain';
+import { loadDocument as loadContent } from './index';
 import JSZip from 'jszip';
-import { loadContent } from './load';
-import { detectMimeType, MIME_DOCX } from './mime';
 import { buildDocx } from './testing/docx-fixture';
 
 describe('DOCX loading', () => {

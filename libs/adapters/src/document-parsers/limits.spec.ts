@@ -1,7 +1,6 @@
+import { DEFAULT_PARSE_LIMITS, utf8Length, type ParseLimits, MIME_DOCX, MIME_HTML, MIME_MARKDOWN, MIME_PDF, MIME_TEXT } from '@rag/domain';
+import { loadDocument as loadContent } from './index';
 import { findCoreTitle } from './docx';
-import { DEFAULT_PARSE_LIMITS, utf8Length, type ParseLimits } from './limits';
-import { loadContent } from './load';
-import { MIME_DOCX, MIME_HTML, MIME_MARKDOWN, MIME_PDF, MIME_TEXT } from './mime';
 import { buildDocx, paragraphsXml } from './testing/docx-fixture';
 import { buildPdf } from './testing/pdf-fixture';
 

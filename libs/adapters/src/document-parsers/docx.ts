@@ -1,8 +1,18 @@
 import type { Block } from '@rag/contracts';
 import mammoth from 'mammoth';
-import { decodeEntities, parseHtml } from './html';
-import { DEFAULT_PARSE_LIMITS, formatBytes, tooLarge, type LimitFailure, type ParseLimits } from './limits';
-import { checkInflatedSize, isZip, readZipEntry, zipEntries, type ZipEntry } from './zip';
+import {
+  decodeEntities,
+  DEFAULT_PARSE_LIMITS,
+  formatBytes,
+  isZip,
+  parseHtml,
+  tooLarge,
+  zipEntries,
+  type LimitFailure,
+  type ParseLimits,
+  type ZipEntry,
+} from '@rag/domain';
+import { checkInflatedSize, readZipEntry } from './zip-entry';
 
 export type DocxParseResult = { ok: true; blocks: Block[]; title?: string } | { ok: false; code: 'corrupt'; reason: string } | LimitFailure;
 

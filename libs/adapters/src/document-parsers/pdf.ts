@@ -1,7 +1,6 @@
 import type { Block } from '@rag/contracts';
 import { dirname, join } from 'node:path';
-import { DEFAULT_PARSE_LIMITS, textTooLarge, tooLarge, utf8Length, type LimitFailure, type ParseLimits } from './limits';
-import { isCjk, joinLines } from './text';
+import { DEFAULT_PARSE_LIMITS, isCjk, joinLines, textTooLarge, tooLarge, utf8Length, type LimitFailure, type ParseLimits } from '@rag/domain';
 
 type PdfJs = typeof import('pdfjs-dist/legacy/build/pdf.mjs');
 

@@ -1,7 +1,6 @@
+import { chooseTitle, truncateTitle, detectMimeType, MIME_JSONL, MIME_TEXT, contentHash } from '@rag/domain';
+import { loadDocument as loadContent } from './index';
 import { BlockSchema, StructuredDocumentSchema } from '@rag/contracts';
-import { chooseTitle, loadContent, truncateTitle } from './load';
-import { detectMimeType, MIME_JSONL, MIME_TEXT } from './mime';
-import { contentHash } from './normalize';
 import { buildDocx } from './testing/docx-fixture';
 import { buildPdf } from './testing/pdf-fixture';
 

@@ -2,17 +2,17 @@
  * Cost of chunking a JSONL corpus (one `{"_id","title","text"}` per line, e.g. Cranfield), printed, not
  * asserted. Not a test and not exported:
  *
- *   npx vite-node --config vitest.config.ts libs/domain/src/chunking/measure.ts -- path/to/corpus.jsonl
+ *   npx vite-node --config vitest.config.ts scripts/bench/measure-chunking.ts -- path/to/corpus.jsonl
+ *
+ * Lives here, not in libs/domain, because it reads a file (node:fs) and the domain imports no Node built-in.
  */
 import { readFileSync } from 'node:fs';
 import type { StructuredDocument } from '@rag/contracts';
-import { chunkDocument } from './chunker';
-import { DEFAULT_CHUNK_OPTIONS } from './options';
-import { countTokens } from './tokens';
+import { chunkDocument, countTokens, DEFAULT_CHUNK_OPTIONS } from '@rag/domain';
 
 function main(): void {
   const path = process.argv.slice(2).find((a) => a !== '--');
-  if (!path) throw new Error('usage: measure.ts <corpus.jsonl>');
+  if (!path) throw new Error('usage: measure-chunking.ts <corpus.jsonl>');
   const docs: StructuredDocument[] = readFileSync(path, 'utf8')
     .split('\n')
     .filter((l) => l.trim())

@@ -1,5 +1,5 @@
-import { loadContent } from './load';
-import { MIME_PDF } from './mime';
+import { MIME_PDF } from '@rag/domain';
+import { loadDocument as loadContent } from './index';
 import { itemsToLines, linesToParagraphs, paragraphsToBlocks } from './pdf';
 import { buildPdf } from './testing/pdf-fixture';
 
