@@ -11,9 +11,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SqliteApiKeyStore, SqliteRegistry } from '@rag/adapters';
 import { DocumentService } from '@rag/application';
-import type { Topic } from '@rag/contracts';
-import type { Bus, OutgoingMessage } from '@rag/ports';
 import { issueApiKey } from '@rag/services';
+import { RecordingBus } from '../fakes/recording-bus';
 import { api, removeDir, startServer, type Server } from './harness';
 
 const ACME = 'acme';
@@ -154,20 +153,6 @@ describe('tenant-scoped document ids, tenant-bound feedback, atomic submission (
   });
 });
 
-/** A bus that fails every publish: the process "dies" right after the registry commit. */
-class DeadBus implements Bus {
-  async publish(_topic: Topic, _messages: OutgoingMessage[]): Promise<void> {
-    throw new Error('the process died before publishing');
-  }
-  async subscribe(): Promise<void> {}
-  async start(): Promise<void> {}
-  async drain(): Promise<void> {}
-  async lag() {
-    return [];
-  }
-  async close(): Promise<void> {}
-}
-
 describe('atomic submission across a crash between registry commit and publish (HTTP)', () => {
   it('the next gateway process delivers the document the previous one committed but never published', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'rag-outbox-'));
@@ -176,7 +161,7 @@ describe('atomic submission across a crash between registry commit and publish (
       const keys = await issueKeys(dataDir);
       // The previous process: the change is committed in the registry, the publish never happens.
       const registry = new SqliteRegistry({ dir: dataDir });
-      const crashed = new DocumentService(registry, new DeadBus(), 1024 * 1024);
+      const crashed = new DocumentService(registry, new RecordingBus(Infinity), 1024 * 1024);
       const accepted = await crashed.submit({ id: 'survivor', title: 'Survivor', text: 'The wombatron survives a crash.' }, ACME);
       expect(accepted).toMatchObject({ ok: true, value: { document_id: 'survivor', status: 'queued' } });
       await registry.close();

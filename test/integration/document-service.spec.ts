@@ -6,29 +6,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { SqliteRegistry, SqliteSourceStateStore } from '@rag/adapters';
-import { Topic, type SourceEvent } from '@rag/contracts';
-import type { Bus, OutgoingMessage } from '@rag/ports';
 import { DocumentService, SourceChangeService } from '@rag/application';
-
-/** Records what is published; `failNext` publishes fail (a bus outage, or the process dying right after commit). */
-class RecordingBus implements Bus {
-  readonly published: { topic: Topic; key: string; value: SourceEvent }[] = [];
-  failNext = 0;
-  async publish(topic: Topic, messages: OutgoingMessage[]): Promise<void> {
-    if (this.failNext > 0) {
-      this.failNext--;
-      throw new Error('bus unavailable');
-    }
-    for (const m of messages) this.published.push({ topic, key: m.key, value: m.value as SourceEvent });
-  }
-  async subscribe(): Promise<void> {}
-  async start(): Promise<void> {}
-  async drain(): Promise<void> {}
-  async lag() {
-    return [];
-  }
-  async close(): Promise<void> {}
-}
+import { RecordingBus } from '../fakes/recording-bus';
 
 describe('DocumentService', () => {
   let dir: string;
