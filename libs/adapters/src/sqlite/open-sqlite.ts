@@ -77,29 +77,40 @@ function guardIterator(file: string, it: IterableIterator<unknown>): IterableIte
   return wrapped;
 }
 
-function guardStatement(file: string, stmt: Database.Statement): Database.Statement {
-  const cache = new Map<PropertyKey, unknown>();
-  const proxy: Database.Statement = new Proxy(stmt, {
-    get(target, prop) {
-      const value: unknown = Reflect.get(target, prop, target);
+/**
+ * A proxy of `target` whose methods are replaced, lazily and once per name, by `wrap(prop, method, proxy)`; accessors
+ * and other values (open, inTransaction, name, reader…) are read from the real object, and methods run against it
+ * (native code checks `this`). The one mechanism behind the database and the statement guards.
+ */
+function guardMethods<T extends object>(target: T, wrap: (prop: PropertyKey, fn: Fn, proxy: T) => Fn): T {
+  const cache = new Map<PropertyKey, Fn>();
+  const proxy: T = new Proxy(target, {
+    get(t, prop) {
+      const value: unknown = Reflect.get(t, prop, t);
       if (typeof value !== 'function') return value;
       let w = cache.get(prop);
       if (!w) {
-        const fn = value as Fn;
-        if (prop === 'iterate') w = (...args: unknown[]) => guardIterator(file, guarded(file, fn, target, args) as IterableIterator<unknown>);
-        else if (CHAINING.has(prop)) {
-          // columns() returns column descriptions, the others the statement.
-          w = (...args: unknown[]) => {
-            const r = guarded(file, fn, target, args);
-            return r === target ? proxy : r;
-          };
-        } else w = (...args: unknown[]) => guarded(file, fn, target, args);
+        w = wrap(prop, value as Fn, proxy);
         cache.set(prop, w);
       }
       return w;
     },
   });
   return proxy;
+}
+
+function guardStatement(file: string, stmt: Database.Statement): Database.Statement {
+  return guardMethods(stmt, (prop, fn, proxy) => {
+    if (prop === 'iterate') return (...args: unknown[]) => guardIterator(file, guarded(file, fn, stmt, args) as IterableIterator<unknown>);
+    if (CHAINING.has(prop)) {
+      // columns() returns column descriptions, the others the statement.
+      return (...args: unknown[]) => {
+        const r = guarded(file, fn, stmt, args);
+        return r === stmt ? proxy : r;
+      };
+    }
+    return (...args: unknown[]) => guarded(file, fn, stmt, args);
+  });
 }
 
 type Transaction = Fn & { deferred: Fn; immediate: Fn; exclusive: Fn };
@@ -113,27 +124,12 @@ function guardTransaction(file: string, tx: Transaction): Transaction {
 }
 
 function guardDatabase(db: Database.Database, file: string): Database.Database {
-  const cache = new Map<PropertyKey, unknown>();
-  const proxy: Database.Database = new Proxy(db, {
-    get(target, prop) {
-      // Accessors (open, inTransaction, name…) and methods run against the real object: native code checks `this`.
-      const value: unknown = Reflect.get(target, prop, target);
-      if (typeof value !== 'function') return value;
-      let w = cache.get(prop);
-      if (!w) {
-        const fn = value as Fn;
-        if (prop === 'prepare') w = (...args: unknown[]) => guardStatement(file, guarded(file, fn, target, args) as Database.Statement);
-        else if (prop === 'transaction') w = (...args: unknown[]) => guardTransaction(file, guarded(file, fn, target, args) as Transaction);
-        else {
-          w = (...args: unknown[]) => {
-            const r = guarded(file, fn, target, args);
-            return r === target ? proxy : r; // exec, function, aggregate… return the database for chaining
-          };
-        }
-        cache.set(prop, w);
-      }
-      return w;
-    },
+  return guardMethods(db, (prop, fn, proxy) => {
+    if (prop === 'prepare') return (...args: unknown[]) => guardStatement(file, guarded(file, fn, db, args) as Database.Statement);
+    if (prop === 'transaction') return (...args: unknown[]) => guardTransaction(file, guarded(file, fn, db, args) as Transaction);
+    return (...args: unknown[]) => {
+      const r = guarded(file, fn, db, args);
+      return r === db ? proxy : r; // exec, function, aggregate… return the database for chaining
+    };
   });
-  return proxy;
 }
