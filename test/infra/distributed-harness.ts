@@ -7,7 +7,10 @@ import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_pr
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { MilvusVectorStore, OpenSearchKeywordIndex, HashingEmbedder } from '@rag/adapters';
+import { HashingEmbedder } from '@rag/adapters';
+// The SDK-backed adapters are types only in the barrel (lazy loading); import their folders directly.
+import { MilvusVectorStore } from '../../libs/adapters/src/milvus';
+import { OpenSearchKeywordIndex } from '../../libs/adapters/src/opensearch';
 
 export const root = resolve(__dirname, '../..');
 export const run = `t${Date.now().toString(36)}`;

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Kafka, logLevel } from 'kafkajs';
-import { KafkaBus, type KafkaBusOptions } from '@rag/adapters';
+import { KafkaBus, type KafkaBusOptions } from '../../libs/adapters/src/kafka-bus';
 import { ALL_TOPICS, DLQ_HEADERS, Topic } from '@rag/contracts';
 import { Logger, setLogLevel } from '@rag/platform';
 import { NonRetryableError, type BusMessage } from '@rag/ports';

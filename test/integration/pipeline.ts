@@ -1,7 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { BINARY_PARSERS, EmbeddedBm25KeywordIndex, EmbeddedHnswVectorStore, HashingEmbedder, SqliteLogBus, SqliteRegistry } from '@rag/adapters';
+import { EmbeddedBm25KeywordIndex, EmbeddedHnswVectorStore, HashingEmbedder, SqliteLogBus, SqliteRegistry } from '@rag/adapters';
+import { BINARY_PARSERS } from '../../libs/adapters/src/document-parsers';
 import { Topic } from '@rag/contracts';
 import { DEFAULT_CHUNK_OPTIONS } from '@rag/domain';
 import type { Bus, Embedder, KeywordIndex, VectorStore } from '@rag/ports';

@@ -1,3 +1,9 @@
+// The adapters' public face. Adapters that need only Node, better-sqlite3 or hnswlib-node (small, native) are
+// re-exported as values. Adapters over a heavy SDK (kafkajs; the Milvus, OpenSearch and Elasticsearch clients;
+// pdf.js + mammoth) are re-exported as TYPES only: importing '@rag/adapters' must not load SDKs a process does not
+// use. Processes get those adapters from the factory (createBus, createVectorStore, createKeywordIndex,
+// createDocumentParser), which imports them lazily in the branch the configuration picks; tests that drive one
+// engine directly import its folder (e.g. '../../libs/adapters/src/milvus'). barrel.spec.ts holds this in place.
 export * from './embedded-hnsw';
 export * from './embedded-bm25';
 export * from './sqlite-registry';
@@ -9,16 +15,17 @@ export * from './cross-encoder';
 export * from './http-reranker';
 export * from './openai-llm';
 export * from './log-bus';
+export * from './bus-delivery';
 export * from './factory';
-export * from './milvus';
 export * from './keyword-search-core';
-export * from './opensearch';
-export * from './elasticsearch';
-export * from './kafka-bus';
 export * from './source-http';
 export * from './confluence';
 export * from './notion';
 export * from './sqlite-api-keys';
 export * from './script-routed-embedder';
 export * from './sqlite';
-export * from './document-parsers';
+export type * from './milvus';
+export type * from './opensearch';
+export type * from './elasticsearch';
+export type * from './kafka-bus';
+export type * from './document-parsers';

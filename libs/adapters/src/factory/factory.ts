@@ -4,28 +4,32 @@ import type { Bus, DocumentParser, Embedder, EmbeddingSpace, KeywordIndex, Llm, 
 import { CrossEncoderReranker } from '../cross-encoder';
 import { EmbeddedBm25KeywordIndex } from '../embedded-bm25';
 import { EmbeddedHnswVectorStore } from '../embedded-hnsw';
-import { ElasticsearchKeywordIndex } from '../elasticsearch';
-import { MilvusVectorStore } from '../milvus';
-import { OpenSearchKeywordIndex } from '../opensearch';
 import { CachedEmbedder } from '../embedding-cache';
 import { HashingEmbedder } from '../hashing-embedder';
 import { HttpEmbedder } from '../http-embedder';
 import { HttpReranker } from '../http-reranker';
-import { KafkaBus } from '../kafka-bus';
 import { SqliteLogBus } from '../log-bus';
 import { fetchMissingModels, OnnxEmbedder } from '../onnx-embedder';
 import { ScriptRoutedEmbedder } from '../script-routed-embedder';
 import { OpenAiCompatibleLlm } from '../openai-llm';
 import { SqliteRegistry } from '../sqlite-registry';
-import { WorkerDocumentParser } from '../worker-parser';
 
-/* Adapter selection: one exhaustive switch per port on validated config; an unknown value is a startup error. */
+/*
+ * Adapter selection: one exhaustive switch per port on validated config; an unknown value is a startup error.
+ *
+ * Adapters over an SDK (kafkajs, the Milvus, OpenSearch and Elasticsearch clients, piscina with pdf.js/mammoth) are
+ * imported only in the branch that builds them (`await import`), so a process loads the SDKs of its own
+ * configuration and nothing else: a chunker does not load the Milvus client, an embedded run does not load kafkajs.
+ * The barrel (../index.ts) re-exports those adapters as types only, for the same reason. The embedded adapters stay
+ * static imports: they need only better-sqlite3 / hnswlib-node (native, small), which the registry loads anyway.
+ * (A split into one Nx project per engine would give the same effect with far more churn in paths and configs.)
+ */
 
 const unknown = (what: string, value: never): never => {
   throw new Error(`unknown ${what}: ${String(value)}`);
 };
 
-export function createBus(config: AppConfig): Bus {
+export async function createBus(config: AppConfig): Promise<Bus> {
   const kind = config.RAG_BUS;
   switch (kind) {
     case 'embedded':
@@ -43,7 +47,8 @@ export function createBus(config: AppConfig): Bus {
         dlqRetentionBytes: config.RAG_BUS_DLQ_RETENTION_MB * 1024 * 1024,
         groupExpiryMs: config.RAG_BUS_GROUP_EXPIRY_H * 3_600_000,
       });
-    case 'kafka':
+    case 'kafka': {
+      const { KafkaBus } = await import('../kafka-bus');
       return new KafkaBus({
         brokers: config.RAG_KAFKA_BROKERS.split(',')
           .map((b) => b.trim())
@@ -55,13 +60,15 @@ export function createBus(config: AppConfig): Bus {
         retryBaseMs: config.RAG_BUS_RETRY_BASE_MS,
         transientRetryMs: config.RAG_BUS_TRANSIENT_RETRY_S * 1000,
       });
+    }
     default:
       return unknown('RAG_BUS', kind);
   }
 }
 
 /** Uploads are parsed in a worker-thread pool, each parse within the time, memory and size limits of the settings. */
-export function createDocumentParser(config: AppConfig): DocumentParser {
+export async function createDocumentParser(config: AppConfig): Promise<DocumentParser> {
+  const { WorkerDocumentParser } = await import('../worker-parser');
   return new WorkerDocumentParser({
     workers: config.RAG_PARSE_WORKERS,
     timeoutMs: config.RAG_PARSE_TIMEOUT_MS,
@@ -70,7 +77,8 @@ export function createDocumentParser(config: AppConfig): DocumentParser {
   });
 }
 
-export function createRegistry(config: AppConfig): Registry {
+/** Async like the other factories, so a server-backed registry can be imported lazily in its own branch. */
+export async function createRegistry(config: AppConfig): Promise<Registry> {
   return new SqliteRegistry({ dir: config.dataDir, synchronous: config.RAG_SQLITE_SYNCHRONOUS });
 }
 
@@ -154,7 +162,7 @@ export async function embeddingSpace(config: AppConfig): Promise<EmbeddingSpace>
   }
 }
 
-export function createVectorStore(config: AppConfig, embedder: EmbeddingSpace): VectorStore {
+export async function createVectorStore(config: AppConfig, embedder: EmbeddingSpace): Promise<VectorStore> {
   const kind = config.RAG_VECTOR_STORE;
   switch (kind) {
     case 'embedded':
@@ -169,7 +177,8 @@ export function createVectorStore(config: AppConfig, embedder: EmbeddingSpace): 
         checkpointFraction: config.RAG_HNSW_CHECKPOINT_FRACTION,
         synchronous: config.RAG_SQLITE_SYNCHRONOUS,
       });
-    case 'milvus':
+    case 'milvus': {
+      const { MilvusVectorStore } = await import('../milvus');
       return new MilvusVectorStore({
         address: config.RAG_MILVUS_ADDRESS,
         modelId: embedder.modelId,
@@ -183,25 +192,30 @@ export function createVectorStore(config: AppConfig, embedder: EmbeddingSpace): 
         collectionPrefix: config.RAG_MILVUS_COLLECTION_PREFIX,
         timeoutMs: storeTimeoutMs(config),
       });
+    }
     default:
       return unknown('RAG_VECTOR_STORE', kind);
   }
 }
 
-export function createKeywordIndex(config: AppConfig): KeywordIndex {
+export async function createKeywordIndex(config: AppConfig): Promise<KeywordIndex> {
   const kind = config.RAG_KEYWORD_INDEX;
   switch (kind) {
     case 'embedded':
       return new EmbeddedBm25KeywordIndex({ dir: config.dataDir, synchronous: config.RAG_SQLITE_SYNCHRONOUS });
-    case 'opensearch':
+    case 'opensearch': {
+      const { OpenSearchKeywordIndex } = await import('../opensearch');
       return new OpenSearchKeywordIndex({ node: config.RAG_OPENSEARCH_URL, prefix: config.RAG_KEYWORD_INDEX_PREFIX, timeoutMs: storeTimeoutMs(config) });
-    case 'elasticsearch':
+    }
+    case 'elasticsearch': {
+      const { ElasticsearchKeywordIndex } = await import('../elasticsearch');
       return new ElasticsearchKeywordIndex({
         node: config.RAG_ELASTICSEARCH_URL,
         apiKey: config.RAG_ELASTICSEARCH_API_KEY,
         prefix: config.RAG_KEYWORD_INDEX_PREFIX,
         timeoutMs: storeTimeoutMs(config),
       });
+    }
     default:
       return unknown('RAG_KEYWORD_INDEX', kind);
   }
