@@ -9,6 +9,7 @@
 //   tracing query latency with OpenTelemetry off / ids only / exporting OTLP, three platforms side by side
 //   hnsw-persist  bytes written and docs/s per document of the embedded vector store, rewrite-per-flush vs checkpoints
 //   keyword-scale  embedded keyword index query latency at 10k/100k(/1M) chunks: pruned vs exhaustive vs FTS5
+//   scale   synthetic corpus ingested in steps to 10k/100k(/1M) chunks: docs/s, bytes written/doc, data/chunk, RSS, retrieve/query P50-P99
 //
 // Each prints progress on stderr, then a results table and one JSON line on stdout (with hardware and date).
 // `npm run bench -- <name> --help` lists the options. Needs `npm run build` (the scripts load dist/).
@@ -20,6 +21,7 @@ const BENCHES = {
   tracing: () => require('./tracing'),
   'hnsw-persist': () => require('./hnsw-persist'),
   'keyword-scale': () => require('./keyword-scale'),
+  scale: () => require('./scale'),
 };
 
 function help() {

@@ -255,4 +255,4 @@ async function run(argv) {
   }
 }
 
-module.exports = { run, HELP };
+module.exports = { run, HELP, runCannon };
