@@ -1,36 +1,12 @@
 import 'reflect-metadata';
-import { Controller, Get, Inject, Injectable, Module, Optional, type DynamicModule, type OnApplicationShutdown, type Type } from '@nestjs/common';
+import { Injectable, Module, type DynamicModule, type OnApplicationShutdown, type Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import type { Response } from 'express';
-import { Res } from '@nestjs/common';
-import { ConfigError, Logger, loadConfig, metricsRegistry, shutdownTracing, startTracing, type AppConfig } from '@rag/platform';
-import { BUS, type Bus } from '@rag/ports';
+import { ConfigError, Logger, loadConfig, shutdownTracing, startTracing, type AppConfig } from '@rag/platform';
 import { CoreModule, type Part } from './core/core.module';
 import { prepareModelsOrExit } from './core/prepare-models';
-import { renderMetrics } from './core/metrics-endpoint';
-import { Public } from './gateway/auth.guard';
+import { HealthEndpointsModule } from './core/health-endpoints';
 import { configureHttp } from './gateway/http';
 import { keepConnectionsAlive } from './http-keepalive';
-
-@Controller()
-@Public()
-class ServiceHealthController {
-  constructor(@Optional() @Inject(BUS) private readonly bus?: Bus) {}
-
-  @Get('healthz')
-  healthz() {
-    return { status: 'ok' };
-  }
-  @Get('readyz')
-  readyz() {
-    return { status: 'ready' };
-  }
-  @Get('metrics')
-  async metrics(@Res() res: Response) {
-    res.setHeader('Content-Type', metricsRegistry.contentType);
-    res.send(await renderMetrics({ bus: this.bus }));
-  }
-}
 
 /** Exports the spans still buffered when the service stops (after the bus and stores closed). */
 @Injectable()
@@ -40,7 +16,7 @@ class TracingShutdown implements OnApplicationShutdown {
   }
 }
 
-@Module({ controllers: [ServiceHealthController], providers: [TracingShutdown] })
+@Module({ imports: [HealthEndpointsModule], providers: [TracingShutdown] })
 class ServiceHealthModule {}
 
 /**
