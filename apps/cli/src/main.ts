@@ -7,6 +7,7 @@ import { ConfigError, loadConfig, setLogLevel, type AppConfig } from '@rag/platf
 import { createEmbeddedContext, lockDataDir, runEmbedded } from '@rag/services';
 import { defaultOodFile, evaluateMode, ingestDataset, readDataset, readOodQuestions, repoRoot, type EvalMode } from './eval';
 import { ingest } from './ingest';
+import { dbCommand } from './db';
 import { keysCommand } from './keys';
 import { HttpClient, InProcessClient, type PlatformClient } from './platform-client';
 import { collectSources } from './sources';
@@ -168,6 +169,7 @@ program
   });
 
 program.addCommand(keysCommand(() => config()));
+program.addCommand(dbCommand(() => config()));
 
 /** A path relative to the repository root when it lies inside it, else absolute. */
 function displayPath(file: string): string {

@@ -29,3 +29,4 @@ export type * from './opensearch';
 export type * from './elasticsearch';
 export type * from './kafka-bus';
 export type * from './document-parsers';
+export type * from './postgres';

@@ -9,3 +9,4 @@ export * from './api-key-store.port';
 export * from './source-connector.port';
 export * from './store-inspector.port';
 export * from './document-parser.port';
+export * from './coordination.port';

@@ -13,6 +13,7 @@ import { fetchMissingModels, OnnxEmbedder } from '../onnx-embedder';
 import { ScriptRoutedEmbedder } from '../script-routed-embedder';
 import { OpenAiCompatibleLlm } from '../openai-llm';
 import { SqliteRegistry } from '../sqlite-registry';
+import { databaseUrl } from './shared-state.factory';
 
 /*
  * Adapter selection: one exhaustive switch per port on validated config; an unknown value is a startup error.
@@ -79,6 +80,12 @@ export async function createDocumentParser(config: AppConfig): Promise<DocumentP
 
 /** Async like the other factories, so a server-backed registry can be imported lazily in its own branch. */
 export async function createRegistry(config: AppConfig): Promise<Registry> {
+  // RAG_DATABASE_URL: PostgreSQL, shared by every replica (see shared-state.factory.ts); else SQLite under RAG_DATA_DIR.
+  const url = databaseUrl(config);
+  if (url) {
+    const { PgRegistry } = await import('../postgres');
+    return PgRegistry.open({ url, poolMax: config.RAG_DATABASE_POOL_MAX });
+  }
   return new SqliteRegistry({ dir: config.dataDir, synchronous: config.RAG_SQLITE_SYNCHRONOUS });
 }
 

@@ -1,2 +1,3 @@
 export * from './factory';
 export * from './sources.factory';
+export * from './shared-state.factory';

@@ -4,6 +4,7 @@ import type { SourceConnector, SourceStateStore } from '@rag/ports';
 import { ConfluenceConnector } from '../confluence';
 import { NotionConnector } from '../notion';
 import { SqliteSourceStateStore } from '../sqlite-registry';
+import { databaseUrl } from './shared-state.factory';
 
 /** A secret from its variable or from the file named by `<NAME>_FILE` (Kubernetes secrets mounted as files). */
 export function secretFrom(value: string | undefined, file: string | undefined): string | undefined {
@@ -52,6 +53,12 @@ export function confluenceSite(config: AppConfig): string | undefined {
   return config.RAG_CONFLUENCE_BASE_URL ? new URL(config.RAG_CONFLUENCE_BASE_URL).hostname : undefined;
 }
 
-export function createSourceState(config: AppConfig): SourceStateStore {
+export async function createSourceState(config: AppConfig): Promise<SourceStateStore> {
+  // RAG_DATABASE_URL: PostgreSQL (webhook de-duplication and source order shared by every gateway replica).
+  const url = databaseUrl(config);
+  if (url) {
+    const { PgSourceStateStore } = await import('../postgres');
+    return PgSourceStateStore.open({ url, poolMax: config.RAG_DATABASE_POOL_MAX });
+  }
   return new SqliteSourceStateStore({ dir: config.dataDir, synchronous: config.RAG_SQLITE_SYNCHRONOUS });
 }

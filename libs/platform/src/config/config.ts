@@ -154,6 +154,17 @@ export const ConfigSchema = z.object({
   RAG_INTEGRITY_CHECK: z.enum(['quick', 'full', 'off']).default('quick'),
   /** Start even when registry.db holds no documents beside a keyword index or vector store holding chunks (a lost registry). */
   RAG_ALLOW_EMPTY_REGISTRY: bool(false),
+  /**
+   * Shared state of the distributed mode (registry, outbox, API keys, source state and webhook de-duplication, rate
+   * limits, leader locks) in PostgreSQL: `postgres://user:password@host:port/db` (or RAG_DATABASE_URL_FILE, e.g. a
+   * mounted Secret). Unset = SQLite files under RAG_DATA_DIR (the embedded mode; one host only).
+   */
+  RAG_DATABASE_URL: optStr.pipe(z.string().regex(/^postgres(ql)?:\/\/\S+$/, { message: 'must be a postgres:// or postgresql:// URL' }).optional()),
+  RAG_DATABASE_URL_FILE: optStr,
+  /** Most PostgreSQL connections one process opens (its pool). */
+  RAG_DATABASE_POOL_MAX: int(10, 1, 1000),
+  /** Leader election (reconciler): how often a follower tries to take the lock, and a leader checks it still holds it. */
+  RAG_LEADER_POLL_MS: int(2_000, 50, 600_000),
   /** Where each part lives: embedded (one process, on-disk) or the distributed servers. */
   RAG_BUS: z.enum(['embedded', 'kafka']).default('embedded'),
   RAG_KAFKA_BROKERS: z.string().default('127.0.0.1:9092'),
@@ -264,6 +275,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     }
   }
   if (cfg.RAG_JWT_SECRET && cfg.RAG_JWT_JWKS_URL) problems.push('set RAG_JWT_SECRET or RAG_JWT_JWKS_URL, not both');
+  if (cfg.RAG_DATABASE_URL && cfg.RAG_DATABASE_URL_FILE) problems.push('set RAG_DATABASE_URL or RAG_DATABASE_URL_FILE, not both');
   if (cfg.RAG_JWT_SECRET && cfg.RAG_JWT_SECRET.length < 32) problems.push('RAG_JWT_SECRET must be at least 32 characters (HS256)');
   if (cfg.RAG_JWT_HEADER === 'authorization') problems.push('RAG_JWT_HEADER cannot be `authorization`: it carries the API key');
   if (cfg.RAG_CONFLUENCE_BASE_URL && !cfg.RAG_CONFLUENCE_API_TOKEN && !cfg.RAG_CONFLUENCE_API_TOKEN_FILE) {

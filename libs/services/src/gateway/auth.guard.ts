@@ -5,7 +5,7 @@ import type { ApiScope } from '@rag/contracts';
 import { AppError } from '@rag/platform';
 import type { Authenticator, Principal } from './auth';
 import { AUTH, RATE_LIMITER } from './gateway.tokens';
-import type { TokenBucketLimiter } from './rate-limit';
+import type { RateLimiter } from '@rag/ports';
 
 const PUBLIC = 'rag:public';
 const SCOPES = 'rag:scopes';
@@ -38,7 +38,7 @@ export class AuthGuard implements CanActivate {
   constructor(
     private readonly reflector: Reflector,
     @Inject(AUTH) private readonly auth: Authenticator,
-    @Inject(RATE_LIMITER) private readonly limiter: TokenBucketLimiter,
+    @Inject(RATE_LIMITER) private readonly limiter: RateLimiter,
   ) {}
 
   async canActivate(ctx: ExecutionContext): Promise<boolean> {
@@ -56,7 +56,7 @@ export class AuthGuard implements CanActivate {
       throw e;
     }
     if (principal.keyId !== null) {
-      const d = this.limiter.take(principal.keyId, principal.rateLimit);
+      const d = await this.limiter.take(principal.keyId, principal.rateLimit);
       if (d) {
         res.setHeader('RateLimit-Limit', String(d.limit.burst));
         res.setHeader('RateLimit-Remaining', String(d.remaining));

@@ -4,8 +4,8 @@ import { MulterModule } from '@nestjs/platform-express';
 import { DeadLetterProjector, DocumentService, QueryOrchestrator, QueryRewriter, StatusProjector, type GenerateCall, type QueryEmbeddingCall, type RerankCall, type RetrieveCall } from '@rag/application';
 import { Topic } from '@rag/contracts';
 import type { AppConfig } from '@rag/platform';
-import { SqliteApiKeyStore } from '@rag/adapters';
-import { API_KEY_STORE, BUS, LLM, REGISTRY, type ApiKeyStore, type Bus, type Llm, type Registry } from '@rag/ports';
+import { createApiKeyStore, createSharedRateLimiter } from '@rag/adapters';
+import { API_KEY_STORE, BUS, LLM, REGISTRY, type ApiKeyStore, type Bus, type Llm, type RateLimiter, type Registry } from '@rag/ports';
 import { subscribeStage } from '../core/bus-consumer';
 import { CONFIG, GENERATE_CALL, QUERY_EMBEDDING, RERANK_CALL, RETRIEVE_CALL } from '../core/tokens';
 import { AdminController } from './admin.controller';
@@ -36,8 +36,12 @@ export class StatusConsumer implements OnModuleInit {
 /** Closes the API key store with the module. */
 @Injectable()
 export class ApiKeyStoreLifecycle implements OnModuleDestroy {
-  constructor(@Inject(API_KEY_STORE) private readonly store: ApiKeyStore) {}
+  constructor(
+    @Inject(API_KEY_STORE) private readonly store: ApiKeyStore,
+    @Inject(RATE_LIMITER) private readonly limiter: RateLimiter & { close?(): Promise<void> },
+  ) {}
   async onModuleDestroy(): Promise<void> {
+    await this.limiter.close?.();
     await this.store.close();
   }
 }
@@ -60,10 +64,16 @@ export class GatewayModule {
         StatusConsumer,
         // Tenants and access: API keys (RAG_API_KEYS and the key store under RAG_DATA_DIR), forwarded JWTs, per-key
         // rate limits and route scopes, enforced by one global guard (routes opt out with @Public()).
-        { provide: API_KEY_STORE, useFactory: (c: AppConfig) => new SqliteApiKeyStore({ dir: c.dataDir, synchronous: c.RAG_SQLITE_SYNCHRONOUS }), inject: [CONFIG] },
+        // The key store and the rate limits are shared by every gateway replica when RAG_DATABASE_URL names PostgreSQL.
+        { provide: API_KEY_STORE, useFactory: (c: AppConfig) => createApiKeyStore(c), inject: [CONFIG] },
         ApiKeyStoreLifecycle,
         { provide: AUTH, useFactory: (c: AppConfig, store: ApiKeyStore) => new Authenticator(c, store), inject: [CONFIG, API_KEY_STORE] },
-        { provide: RATE_LIMITER, useFactory: (c: AppConfig) => new TokenBucketLimiter({ rps: c.RAG_RATE_LIMIT_RPS, burst: c.RAG_RATE_LIMIT_BURST }), inject: [CONFIG] },
+        {
+          provide: RATE_LIMITER,
+          useFactory: async (c: AppConfig): Promise<RateLimiter> =>
+            (await createSharedRateLimiter(c)) ?? new TokenBucketLimiter({ rps: c.RAG_RATE_LIMIT_RPS, burst: c.RAG_RATE_LIMIT_BURST }),
+          inject: [CONFIG],
+        },
         { provide: APP_GUARD, useClass: AuthGuard },
         {
           provide: DocumentService,

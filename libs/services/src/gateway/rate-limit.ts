@@ -1,13 +1,7 @@
 import type { RateLimit } from '@rag/contracts';
+import type { RateDecision, RateLimiter } from '@rag/ports';
 
-export interface RateDecision {
-  allowed: boolean;
-  /** Whole seconds until a request would be allowed (for `Retry-After`); 0 when allowed. */
-  retryAfterS: number;
-  /** Tokens left after this request (rounded down). */
-  remaining: number;
-  limit: RateLimit;
-}
+export type { RateDecision };
 
 interface Bucket {
   tokens: number;
@@ -21,10 +15,10 @@ interface Bucket {
  *
  * Hand-written rather than a library: it is a dozen lines of arithmetic over a Map, and the libraries available
  * (express-rate-limit, @nestjs/throttler) count fixed windows per client address, not buckets per API key with
- * per-key limits. The buckets live in this gateway process: with several gateway replicas, each enforces the limit
- * on its own share of the traffic (divide the limits by the replica count, or put a shared limiter in front).
+ * per-key limits. The buckets live in this gateway process: used when there is no shared database (one gateway);
+ * with RAG_DATABASE_URL every replica uses PgRateLimiter (libs/adapters/src/postgres), one bucket per key for all.
  */
-export class TokenBucketLimiter {
+export class TokenBucketLimiter implements RateLimiter {
   private readonly buckets = new Map<string, Bucket>();
 
   constructor(

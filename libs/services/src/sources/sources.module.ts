@@ -1,13 +1,18 @@
 import { join } from 'node:path';
 import { Inject, Injectable, Module, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
-import { NotionVerificationTokenFile, confluenceSite, confluenceSpaces, createSourceConnectors, createSourceState, secretFrom, sourcesDefaultAcl } from '@rag/adapters';
+import { NotionVerificationTokenFile, confluenceSite, confluenceSpaces, createLeaderElection, createSourceConnectors, createSourceState, secretFrom, sourcesDefaultAcl } from '@rag/adapters';
 import { SourceChangeService, SourceReconciler, WebhookIntake } from '@rag/application';
 import { type AppConfig, Logger } from '@rag/platform';
-import { BUS, REGISTRY, SOURCE_CONNECTORS, SOURCE_STATE, type Bus, type Registry, type SourceConnector, type SourceStateStore } from '@rag/ports';
+import { BUS, LEADER_ELECTION, REGISTRY, SOURCE_CONNECTORS, SOURCE_STATE, type Bus, type LeaderElection, type Registry, type SourceConnector, type SourceStateStore } from '@rag/ports';
 import { CONFIG } from '../core/tokens';
 import { WebhooksController } from '../gateway/webhooks.controller';
 
-/** Runs the reconciler every RAG_RECONCILE_INTERVAL_S (first pass shortly after start), one pass at a time. */
+/**
+ * Runs the reconciler every RAG_RECONCILE_INTERVAL_S (first pass shortly after start), one pass at a time, on the one
+ * gateway replica that holds the `reconciler` leadership (a PostgreSQL advisory lock with RAG_DATABASE_URL; always this
+ * process without one). A follower checks again every RAG_LEADER_POLL_MS, so when the leader dies another replica
+ * takes over and runs a pass within about that time.
+ */
 @Injectable()
 export class ReconcileScheduler implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly log = new Logger('reconciler');
@@ -19,13 +24,19 @@ export class ReconcileScheduler implements OnApplicationBootstrap, OnApplication
     @Inject(CONFIG) private readonly config: AppConfig,
     @Inject(SOURCE_CONNECTORS) private readonly connectors: SourceConnector[],
     @Inject(SOURCE_STATE) private readonly state: SourceStateStore,
+    @Inject(LEADER_ELECTION) private readonly leader: LeaderElection,
   ) {}
 
-  onApplicationBootstrap(): void {
+  async onApplicationBootstrap(): Promise<void> {
     const every = this.config.RAG_RECONCILE_INTERVAL_S;
     if (every <= 0 || this.connectors.length === 0) return;
+    await this.leader.start();
     const tick = (delayMs: number) => {
       this.timer = setTimeout(() => {
+        if (!this.leader.isLeader()) {
+          if (!this.stopped) tick(this.config.RAG_LEADER_POLL_MS);
+          return;
+        }
         this.reconciler
           .runOnce()
           .catch((e: unknown) => this.log.warn('reconciliation pass failed', { error: String(e) }))
@@ -41,6 +52,7 @@ export class ReconcileScheduler implements OnApplicationBootstrap, OnApplication
   async onApplicationShutdown(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
+    await this.leader.close();
     await this.state.close();
   }
 }
@@ -83,6 +95,7 @@ export class ReconcileScheduler implements OnApplicationBootstrap, OnApplication
         new SourceReconciler(conns, s, changes, c.RAG_SOURCES_TENANT),
       inject: [SOURCE_CONNECTORS, SOURCE_STATE, SourceChangeService, CONFIG],
     },
+    { provide: LEADER_ELECTION, useFactory: (c: AppConfig) => createLeaderElection(c, 'reconciler'), inject: [CONFIG] },
     ReconcileScheduler,
   ],
   exports: [SourceChangeService, SourceReconciler, WebhookIntake],

@@ -1,0 +1,188 @@
+import { expect, it } from 'vitest';
+import { Topic } from '@rag/contracts';
+import type { AcceptChange, Registry } from '@rag/ports';
+
+/**
+ * The Registry contract, run against every implementation (SQLite in the unit suite, PostgreSQL in test/infra).
+ * `open` opens the store under test (the same store on every call of one test, so a reopen sees earlier writes).
+ */
+export interface RegistryHarness {
+  open(opts?: { traceRetentionMs?: number; maxTraces?: number }): Promise<Registry>;
+}
+
+const HASH_A = 'a'.repeat(64);
+const HASH_B = 'b'.repeat(64);
+const upsert = (id: string, extra: Partial<AcceptChange> = {}): AcceptChange => ({ document_id: id, tenant: 't1', op: 'upsert', ...extra });
+
+export function registryContract(h: RegistryHarness): void {
+  it('accepts a new document as version 1, queued, with its fields', async () => {
+    const r = await h.open();
+    const rec = await r.accept(upsert('upload:1', { title: 'Report', raw_hash: 'r1', mime_type: 'text/plain', source_url: 'https://x/1', acl: ['g1'], metadata: { lang: 'en', tags: ['a'], n: 3, ok: true } }));
+    expect(rec).toMatchObject({
+      document_id: 'upload:1', tenant: 't1', title: 'Report', status: 'queued', version: 1, active_version: 0, content_hash: null, raw_hash: 'r1',
+      chunks: 0, error: null, mime_type: 'text/plain', source_url: 'https://x/1', acl: ['g1'], metadata: { lang: 'en', tags: ['a'], n: 3, ok: true },
+    });
+    expect(Date.parse(rec.created_at)).not.toBeNaN();
+    expect(rec.updated_at).toBe(rec.created_at);
+    expect(await r.get('upload:1')).toEqual(rec);
+    expect(await r.get('nope')).toBeNull();
+  });
+
+  it('walks a version through processing → indexed and a new version replaces it, keeping omitted fields', async () => {
+    const r = await h.open();
+    await r.accept(upsert('d', { title: 'T', acl: ['g'], raw_hash: 'r1' }));
+    await r.markProcessing('d', 1);
+    expect((await r.get('d'))!.status).toBe('processing');
+    await r.markIndexed('d', 1, HASH_A, 4);
+    expect(await r.get('d')).toMatchObject({ status: 'indexed', version: 1, active_version: 1, content_hash: HASH_A, chunks: 4, error: null });
+    const v2 = await r.accept(upsert('d', { raw_hash: 'r2', metadata: { k: 'v' } }));
+    expect(v2).toMatchObject({ version: 2, status: 'queued', active_version: 1, title: 'T', acl: ['g'], raw_hash: 'r2', metadata: { k: 'v' } });
+    expect((await r.activeVersions(['d'])).get('d')).toBe(1);
+    await r.markIndexed('d', 2, HASH_B, 6);
+    expect(await r.get('d')).toMatchObject({ status: 'indexed', version: 2, active_version: 2, content_hash: HASH_B, chunks: 6 });
+  });
+
+  it('ignores late events for an older version (never resurrects or overwrites newer state)', async () => {
+    const r = await h.open();
+    await r.accept(upsert('d'));
+    await r.accept(upsert('d'));
+    await r.markIndexed('d', 2, HASH_B, 3);
+    const before = await r.get('d');
+    await r.markIndexed('d', 1, HASH_A, 9);
+    await r.markProcessing('d', 1);
+    await r.markFailed('d', 1, 'boom');
+    await r.markUnchanged('d', 1);
+    await r.markDeleted('d', 1);
+    expect(await r.get('d')).toEqual(before);
+    await r.accept(upsert('d'));
+    await r.accept({ document_id: 'd', tenant: 't1', op: 'delete' });
+    await r.markIndexed('d', 3, HASH_A, 5);
+    expect(await r.get('d')).toMatchObject({ version: 4, active_version: 2, status: 'queued' });
+    await r.markDeleted('d', 4);
+    await r.markIndexed('d', 3, HASH_A, 5);
+    expect(await r.get('d')).toMatchObject({ status: 'deleted', version: 4, active_version: 0, chunks: 0, content_hash: null });
+    expect((await r.activeVersions(['d'])).size).toBe(0);
+    await r.markIndexed('unknown', 1, HASH_A, 1);
+    expect(await r.get('unknown')).toBeNull();
+  });
+
+  it('deletes: version increments, status stays until markDeleted, raw hash cleared; an unknown id is recorded deleted', async () => {
+    const r = await h.open();
+    await r.accept(upsert('d', { raw_hash: 'r1' }));
+    await r.markIndexed('d', 1, HASH_A, 2);
+    expect(await r.accept({ document_id: 'd', tenant: 't1', op: 'delete' })).toMatchObject({ version: 2, status: 'indexed', active_version: 1, raw_hash: null });
+    await r.markDeleted('d', 2);
+    expect(await r.get('d')).toMatchObject({ status: 'deleted', version: 2, active_version: 0, chunks: 0 });
+    expect(await r.accept(upsert('d', { raw_hash: 'r1' }))).toMatchObject({ version: 3, status: 'queued', active_version: 0 });
+    expect(await r.accept({ document_id: 'ghost', tenant: 't1', op: 'delete' })).toMatchObject({ version: 1, status: 'deleted', active_version: 0 });
+  });
+
+  it('marks failures (raw hash cleared, error kept) and unchanged versions', async () => {
+    const r = await h.open();
+    await r.accept(upsert('d', { raw_hash: 'r1' }));
+    await r.markFailed('d', 1, 'parse error');
+    expect(await r.get('d')).toMatchObject({ status: 'failed', error: 'parse error', active_version: 0, raw_hash: null });
+    await r.accept(upsert('d'));
+    expect(await r.get('d')).toMatchObject({ status: 'queued', error: null, version: 2 });
+    await r.markIndexed('d', 2, HASH_A, 2);
+    await r.accept(upsert('d'));
+    await r.markUnchanged('d', 3);
+    expect(await r.get('d')).toMatchObject({ status: 'indexed', version: 3, active_version: 2, content_hash: HASH_A, chunks: 2 });
+  });
+
+  it('refuses a change to a document id owned by another tenant', async () => {
+    const r = await h.open();
+    await r.accept(upsert('d'));
+    await expect(r.accept({ document_id: 'd', tenant: 't2', op: 'upsert' })).rejects.toMatchObject({ code: 'conflict' });
+    await expect(r.accept({ document_id: 'd', tenant: 't2', op: 'delete' })).rejects.toMatchObject({ code: 'conflict' });
+    expect((await r.get('d'))!.version).toBe(1);
+  });
+
+  it('counts by status and lists with filters and paging, most recently updated first', async () => {
+    const r = await h.open();
+    for (const id of ['a', 'b', 'c', 'd']) await r.accept(upsert(id));
+    await r.accept(upsert('e', { tenant: 't2' }));
+    await r.markIndexed('b', 1, HASH_A, 1);
+    await r.markFailed('e', 1, 'x');
+    expect(await r.countByStatus()).toEqual({ queued: 3, processing: 0, indexed: 1, failed: 1, deleted: 0 });
+    expect(await r.countByStatus('t1')).toEqual({ queued: 3, processing: 0, indexed: 1, failed: 0, deleted: 0 });
+    expect(await r.countByStatus('none')).toEqual({ queued: 0, processing: 0, indexed: 0, failed: 0, deleted: 0 });
+    const ids = async (o: Parameters<Registry['list']>[0]) => (await r.list(o)).map((d) => d.document_id);
+    expect(await ids({ limit: 10, offset: 0 })).toEqual(['e', 'b', 'd', 'c', 'a']);
+    expect(await ids({ tenant: 't1', limit: 2, offset: 1 })).toEqual(['d', 'c']);
+    expect(await ids({ tenant: 't1', status: 'queued', limit: 10, offset: 0 })).toEqual(['d', 'c', 'a']);
+    expect(await ids({ status: 'indexed', limit: 10, offset: 0 })).toEqual(['b']);
+    expect(await ids({ tenant: 't1', limit: 10, offset: 10 })).toEqual([]);
+    expect([...(await r.activeVersions(['a', 'b', 'missing'])).entries()]).toEqual([['b', 1]]);
+    expect((await r.activeVersions([])).size).toBe(0);
+  });
+
+  it('records feedback only on a trace issued to the same tenant, within the retention', async () => {
+    const r = await h.open();
+    await r.recordQueryTrace('trace-1', 't1');
+    await r.recordQueryTrace('trace-1', 't1');
+    expect(await r.recordFeedback('trace-1', 't1', 'up')).toBe(true);
+    expect(await r.recordFeedback('trace-1', 't1', 'down', 'wrong source')).toBe(true);
+    expect(await r.recordFeedback('trace-1', 't2', 'down', 'not mine')).toBe(false);
+    expect(await r.recordFeedback('trace-unknown', 't1', 'up')).toBe(false);
+    await expect(r.recordFeedback('trace-1', 't1', 'meh' as 'up')).rejects.toMatchObject({ code: 'invalid_request' });
+    await r.close();
+    const expired = await h.open({ traceRetentionMs: -1 });
+    expect(await expired.recordFeedback('trace-1', 't1', 'up')).toBe(false);
+  });
+
+  it('keeps query traces bounded: the oldest beyond the cap are forgotten', async () => {
+    const capped = await h.open({ maxTraces: 3 });
+    for (let i = 0; i < 600; i++) await capped.recordQueryTrace(`t-${i}`, 't1');
+    expect(await capped.recordFeedback('t-0', 't1', 'up')).toBe(false);
+    expect(await capped.recordFeedback('t-599', 't1', 'up')).toBe(true);
+  });
+
+  it('stores an outbox message in the same transaction as its change; claims lease, release and complete', async () => {
+    const r = await h.open();
+    const rec = await r.accept(upsert('d'), (record) => ({ topic: Topic.SourceEvents, key: record.document_id, value: { version: record.version } }));
+    expect(rec.version).toBe(1);
+    const claimed = await r.claimOutbox(10, 60_000);
+    expect(claimed).toEqual([{ id: expect.any(Number), topic: Topic.SourceEvents, key: 'd', value: { version: 1 }, attempts: 0 }]);
+    expect(await r.claimOutbox(10, 60_000)).toEqual([]);
+    await r.releaseOutbox(claimed.map((c) => c.id));
+    const again = await r.claimOutbox(10, 60_000);
+    expect(again.map((c) => c.attempts)).toEqual([1]);
+    await r.completeOutbox(again.map((c) => c.id));
+    await r.releaseOutbox(again.map((c) => c.id));
+    expect(await r.claimOutbox(10, 0)).toEqual([]);
+  });
+
+  it('rolls the change back when its outbox message cannot be built, and hands expired claims to the next relay', async () => {
+    const r = await h.open();
+    await expect(r.accept(upsert('d'), () => { throw new Error('boom'); })).rejects.toThrow('boom');
+    expect(await r.get('d')).toBeNull();
+    await r.accept(upsert('d'), (record) => ({ topic: Topic.SourceEvents, key: 'd', value: record.version }));
+    await r.accept(upsert('d'), (record) => ({ topic: Topic.SourceEvents, key: 'd', value: record.version }));
+    expect((await r.claimOutbox(1, -1)).map((c) => c.value)).toEqual([1]);
+    expect((await r.claimOutbox(10, 60_000)).map((c) => c.value)).toEqual([1, 2]);
+  });
+
+  it('serializes concurrent accepts of one document: every change gets its own version, each with its outbox message', async () => {
+    const [a, b] = [await h.open(), await h.open()];
+    const versions = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).accept(upsert('hot'), (rec) => ({ topic: Topic.SourceEvents, key: 'hot', value: rec.version }))),
+    );
+    expect(versions.map((v) => v.version).sort((x, y) => x - y)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+    expect((await a.claimOutbox(100, 60_000)).map((c) => c.value).sort((x, y) => (x as number) - (y as number))).toEqual(versions.map((v) => v.version).sort((x, y) => x - y));
+  });
+
+  it('persists across close and reopen; rejects use after close; close is idempotent', async () => {
+    const r1 = await h.open();
+    await r1.accept(upsert('d', { title: 'T', metadata: { x: 1 } }));
+    await r1.markIndexed('d', 1, HASH_A, 2);
+    const before = await r1.get('d');
+    await r1.close();
+    await r1.close();
+    await expect(r1.get('d')).rejects.toThrow(/closed/);
+    const r2 = await h.open();
+    expect(await r2.get('d')).toEqual(before);
+    expect((await r2.accept(upsert('d'))).version).toBe(2);
+    expect((await r2.activeVersions(['d'])).get('d')).toBe(1);
+  });
+}

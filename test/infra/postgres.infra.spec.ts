@@ -1,0 +1,182 @@
+// The PostgreSQL shared state of the distributed mode, against the real server started by
+//   bash deploy/local/servers.sh start postgres        (127.0.0.1:55432, database rag; RAG_TEST_DATABASE_URL overrides)
+// - the same contract suites as the SQLite adapters (libs/adapters/src/postgres/contract), one schema per test;
+// - migrations: concurrent start-ups apply each version once, a newer schema is refused;
+// - leader election: exactly one leader; its connection terminated or its process killed -9 → another takes over;
+// - rate limits: two limiters (two gateway replicas) on one key together hold the configured rate.
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import {
+  LEADER_LOCK_CLASS,
+  MIGRATIONS,
+  PgApiKeyStore,
+  PgDatabase,
+  PgLeaderElection,
+  PgRateLimiter,
+  PgRegistry,
+  PgSourceStateStore,
+  SchemaTooNewError,
+  migrate,
+} from '../../libs/adapters/src/postgres';
+import { apiKeyStoreContract, registryContract, sourceStateContract } from '../../libs/adapters/src/postgres/contract';
+
+const URL = process.env.RAG_TEST_DATABASE_URL ?? 'postgres://rag@127.0.0.1:55432/rag';
+const admin = new pg.Pool({ connectionString: URL, max: 2 });
+const schemas: string[] = [];
+const opened: { close(): Promise<void> }[] = [];
+let schema = '';
+
+const newSchema = () => {
+  const s = `t_${randomBytes(6).toString('hex')}`;
+  schemas.push(s);
+  return s;
+};
+const track = async <T extends { close(): Promise<void> }>(p: Promise<T>): Promise<T> => {
+  const s = await p;
+  opened.push(s);
+  return s;
+};
+
+beforeEach(async () => {
+  await admin.query('SELECT 1').catch((e: Error) => {
+    throw new Error(`PostgreSQL at ${URL} does not answer (${e.message}): start it with bash deploy/local/servers.sh start postgres`);
+  });
+  schema = newSchema();
+});
+afterEach(async () => {
+  for (const s of opened.splice(0).reverse()) await s.close();
+});
+afterAll(async () => {
+  for (const s of schemas) await admin.query(`DROP SCHEMA IF EXISTS ${s} CASCADE`);
+  await admin.end();
+});
+
+describe('Registry contract: PgRegistry', () => {
+  registryContract({ open: (o) => track(PgRegistry.open({ url: URL, schema, ...o })) });
+});
+
+describe('SourceStateStore contract: PgSourceStateStore', () => {
+  sourceStateContract({ open: () => track(PgSourceStateStore.open({ url: URL, schema })) });
+});
+
+describe('ApiKeyStore contract: PgApiKeyStore', () => {
+  apiKeyStoreContract({ open: () => track(PgApiKeyStore.open({ url: URL, schema })) });
+});
+
+describe('PostgreSQL migrations', () => {
+  const pools: pg.Pool[] = [];
+  const pool = () => {
+    const p = new pg.Pool(PgDatabase.connectionConfig({ url: URL, schema, poolMax: 2 }));
+    pools.push(p);
+    return p;
+  };
+  afterEach(async () => {
+    for (const p of pools.splice(0)) await p.end();
+  });
+
+  it('applies every version exactly once when many replicas start at once (advisory lock)', async () => {
+    await admin.query(`CREATE SCHEMA ${schema}`);
+    const reached = await Promise.all(Array.from({ length: 6 }, () => migrate(pool(), MIGRATIONS)));
+    expect(reached).toEqual(Array(6).fill(MIGRATIONS.length));
+    const { rows } = await admin.query(`SELECT version FROM ${schema}.rag_schema_migrations ORDER BY version`);
+    expect(rows.map((r) => r.version)).toEqual(MIGRATIONS.map((m) => m.version));
+    expect((await admin.query(`SELECT to_regclass('${schema}.documents') AS t`)).rows[0].t).not.toBeNull();
+  });
+
+  it('is forward-only: a later release adds a version; an older build then refuses the newer schema', async () => {
+    const later = [...MIGRATIONS, { version: MIGRATIONS.length + 1, name: 'a later release', sql: 'CREATE TABLE later_table (x int)' }];
+    const db = await PgDatabase.open({ url: URL, schema, migrations: later });
+    await db.release();
+    expect((await admin.query(`SELECT to_regclass('${schema}.later_table') AS t`)).rows[0].t).not.toBeNull();
+    const refused = PgRegistry.open({ url: URL, schema });
+    await expect(refused).rejects.toBeInstanceOf(SchemaTooNewError);
+    await expect(refused).rejects.toThrow(/newer than this build knows/);
+    // A failing step rolls back and names itself; nothing of it stays.
+    const broken = [...later, { version: later.length + 1, name: 'broken step', sql: 'CREATE TABLE half (x int); SELECT no_such_function()' }];
+    await expect(PgDatabase.open({ url: URL, schema, migrations: broken })).rejects.toThrow(/migration 3 \(broken step\) failed/);
+    expect((await admin.query(`SELECT to_regclass('${schema}.half') AS t`)).rows[0].t).toBeNull();
+  });
+});
+
+describe('PgLeaderElection', () => {
+  const leaderPid = async (): Promise<number | undefined> =>
+    (await admin.query<{ pid: number }>(`SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND classid = $1 AND granted`, [LEADER_LOCK_CLASS])).rows[0]?.pid;
+
+  it('elects exactly one leader; when its connection is terminated it steps down and another takes over', async () => {
+    const name = `reconciler-${schema}`;
+    const nodes = await Promise.all([0, 1, 2].map(() => track(Promise.resolve(new PgLeaderElection({ url: URL, name, pollMs: 100 })))));
+    for (const n of nodes) await n.start();
+    expect(nodes.filter((n) => n.isLeader()).length).toBe(1);
+    const first = nodes.find((n) => n.isLeader())!;
+    const pid = await leaderPid();
+    expect(pid).toBeDefined();
+    await admin.query('SELECT pg_terminate_backend($1)', [pid]);
+    await vi.waitFor(() => {
+      expect(first.isLeader()).toBe(false);
+      expect(nodes.filter((n) => n.isLeader()).length).toBe(1);
+    }, { timeout: 10_000, interval: 50 });
+    // Closing the new leader hands over again (its session ends, the lock is free at once).
+    const second = nodes.find((n) => n.isLeader())!;
+    await second.close();
+    await vi.waitFor(() => expect(nodes.filter((n) => n.isLeader()).length).toBe(1), { timeout: 10_000, interval: 50 });
+    expect(second.isLeader()).toBe(false);
+  });
+
+  it('takes over from a leader process killed with -9', async () => {
+    const name = `killed-${schema}`;
+    // Another process takes the lock and holds it (a replica), then is killed without any clean-up.
+    const child = spawn(
+      process.execPath,
+      ['-e', `const pg=require('pg');const c=new pg.Client(${JSON.stringify(URL)});c.connect().then(()=>c.query("SELECT pg_advisory_lock(${LEADER_LOCK_CLASS}, hashtext('${name}'))")).then(()=>console.log('leader'))`],
+      { stdio: ['ignore', 'pipe', 'inherit'], cwd: process.cwd() },
+    );
+    await new Promise<void>((resolve, reject) => {
+      child.stdout.on('data', (d: Buffer) => d.toString().includes('leader') && resolve());
+      child.on('exit', (code) => reject(new Error(`leader process exited early (${code})`)));
+    });
+    const follower = await track(Promise.resolve(new PgLeaderElection({ url: URL, name, pollMs: 100 })));
+    await follower.start();
+    expect(follower.isLeader()).toBe(false);
+    child.kill('SIGKILL');
+    await vi.waitFor(() => expect(follower.isLeader()).toBe(true), { timeout: 15_000, interval: 50 });
+  });
+});
+
+describe('PgRateLimiter (shared by gateway replicas)', () => {
+  // Two replicas: two limiter instances with their own pools (a distinct URL string is a distinct pool).
+  const two = async (defaults = { rps: 0.001, burst: 10 }) => [
+    await track(PgRateLimiter.open({ url: URL, schema, defaults })),
+    await track(PgRateLimiter.open({ url: `${URL}?application_name=replica-b`, schema, defaults })),
+  ];
+
+  it('two limiters on one key together allow the burst once, not once each', async () => {
+    const [a, b] = await two();
+    const decisions = await Promise.all(Array.from({ length: 40 }, (_, i) => (i % 2 ? a : b).take('key-1')));
+    // rps 0.001: under one token refills in any run shorter than 1000 s.
+    expect(decisions.filter((d) => d!.allowed).length).toBe(10);
+    const denied = decisions.find((d) => !d!.allowed)!;
+    expect(denied).toMatchObject({ allowed: false, remaining: 0, limit: { rps: 0.001, burst: 10 } });
+    expect(denied.retryAfterS).toBeGreaterThanOrEqual(1);
+    // Another key has its own bucket; a key's own limit replaces the default (a changed limit starts a full bucket).
+    expect((await a.take('key-2'))!.allowed).toBe(true);
+    expect((await b.take('key-1', { rps: 0.001, burst: 3 }))).toMatchObject({ allowed: true, remaining: 2 });
+    expect(await a.take('key-3', { rps: 0, burst: 1 })).toBeNull();
+  });
+
+  it('holds the configured rate in total over time across two limiters', async () => {
+    const [a, b] = await two({ rps: 20, burst: 1 });
+    const started = performance.now();
+    let allowed = 0;
+    let i = 0;
+    while (performance.now() - started < 1_500) {
+      const batch = await Promise.all(Array.from({ length: 8 }, () => (i++ % 2 ? a : b).take('shared')));
+      allowed += batch.filter((d) => d!.allowed).length;
+    }
+    const elapsedS = (performance.now() - started) / 1000;
+    // Never more than burst + rps × elapsed in total (two independent in-process buckets would allow twice that).
+    expect(allowed).toBeLessThanOrEqual(1 + 20 * elapsedS + 1);
+    expect(allowed).toBeGreaterThan(0);
+  });
+});
