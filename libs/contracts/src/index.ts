@@ -5,4 +5,7 @@ export * from './events';
 export * from './api';
 export * from './query';
 export * from './sources';
-export * as RagV1 from './generated/rag';
+export * from './grpc';
+// Types only: the generated file also holds NestJS decorators, and loading @nestjs/microservices into every importer
+// of the contracts (the domain included) is not wanted; the services apply @GrpcMethod themselves.
+export type * as RagV1 from './generated/rag';

@@ -2,7 +2,9 @@ import 'reflect-metadata';
 import { Injectable, Module, type DynamicModule, type OnApplicationShutdown, type Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { ConfigError, Logger, loadConfig, shutdownTracing, startTracing, type AppConfig } from '@rag/platform';
+import type { QueryPathService } from '@rag/contracts';
 import { CoreModule, type Part } from './core/core.module';
+import { connectGrpcMicroservice } from './grpc/grpc-server';
 import { prepareModelsOrExit } from './core/prepare-models';
 import { HealthEndpointsModule } from './core/health-endpoints';
 import { configureHttp } from './gateway/http';
@@ -27,7 +29,7 @@ export async function runStandalone(
   name: string,
   modules: (Type | DynamicModule)[],
   parts: Part[],
-  opts: { config?: AppConfig; gatewayHttp?: boolean } = {},
+  opts: { config?: AppConfig; gatewayHttp?: boolean; grpc?: QueryPathService } = {},
 ): Promise<void> {
   // Normally started first by the service's main (apps/*/src/tracing.ts); idempotent.
   startTracing(name);
@@ -49,6 +51,9 @@ export async function runStandalone(
   );
   if (opts.gatewayHttp) configureHttp(app, cfg, process.env.npm_package_version ?? '0.1.0');
   app.enableShutdownHooks(['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT']); // not Nest's default list: it includes SIGSEGV/SIGBUS, where a native crash must end the process, not start a JS shutdown
+  // The query-path services also serve their GrpcServerModule controllers through Transport.GRPC on RAG_GRPC_PORT.
+  if (opts.grpc) connectGrpcMicroservice(app, cfg, opts.grpc);
+  await app.startAllMicroservices(); // every connected transport, once
   await app.listen(cfg.RAG_PORT, cfg.RAG_HOST);
   keepConnectionsAlive(app.getHttpServer());
   log.info('service started', { service: name, port: cfg.RAG_PORT });

@@ -1,4 +1,4 @@
-import type { Degraded, Filters, RetrievalResult, ScoredChunk, SearchMode, SearchScope } from '@rag/contracts';
+import type { Degraded, Filters, RagV1, RetrievalResult, ScoredChunk, SearchMode, SearchScope } from '@rag/contracts';
 
 /**
  * The four calls of the query path. Embedded, they are direct calls to the services below; distributed,
@@ -22,6 +22,11 @@ export interface GenerateCall {
   generate(question: string, sources: ScoredChunk[], onDelta?: (text: string) => void, signal?: AbortSignal): Promise<GenerationResult>;
 }
 
+/**
+ * Retrieve's input as the use case takes it. On the wire (rag.proto RetrieveRequest) filters travel as JSON
+ * (`filters_json`: typed values proto3 has no type for), the vector as a float list and "unrestricted" as a flag,
+ * so the gRPC edge converts and validates (libs/services grpc-mapping); everything else is the same fields.
+ */
 export interface RetrieveRequest {
   query: string;
   /** The query embedding; absent when dense search is not wanted or the embedder failed. */
@@ -34,12 +39,9 @@ export interface RetrieveRequest {
   scope: SearchScope;
 }
 
-export interface GenerationResult {
-  answer: string;
-  refused: boolean;
-  /** 1-based refs into `sources`, in order of first citation. */
-  cited_refs: number[];
-  degraded: Degraded[];
-  /** Evidence score used by the refusal gate. */
-  evidence: number;
-}
+/**
+ * The outcome of Generate: the final GenerateChunk of rag.proto (answer, refused, cited_refs — 1-based refs into
+ * `sources` in order of first citation —, evidence — the refusal gate's score) with `degraded` narrowed to the known
+ * parts. One definition: a field renamed in the .proto breaks every use here at compile time.
+ */
+export type GenerationResult = Pick<RagV1.GenerateChunk, 'answer' | 'refused' | 'cited_refs' | 'evidence'> & { degraded: Degraded[] };

@@ -5,21 +5,9 @@
 // source: rag.proto
 
 /* eslint-disable */
-import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
-import {
-  type CallOptions,
-  type ChannelCredentials,
-  Client,
-  type ClientOptions,
-  type ClientReadableStream,
-  type ClientUnaryCall,
-  type handleServerStreamingCall,
-  type handleUnaryCall,
-  makeGenericClientConstructor,
-  type Metadata,
-  type ServiceError,
-  type UntypedServiceImplementation,
-} from "@grpc/grpc-js";
+import type { Metadata } from "@grpc/grpc-js";
+import { GrpcMethod, GrpcStreamMethod } from "@nestjs/microservices";
+import { Observable } from "rxjs";
 
 export interface Embedding {
   values: number[];
@@ -61,6 +49,7 @@ export interface ScoredChunk {
   title: string;
   text: string;
   score: number;
+  /** '' = absent (parent-child chunking off / no URL): implicit presence, kept since `optional` would break FILE compatibility. */
   parent_text: string;
   source_url: string;
   heading_path: string[];
@@ -86,6 +75,8 @@ export interface RerankRequest {
 export interface RerankResponse {
   results: ScoredChunk[];
   degraded: string[];
+  /** Whether the serving process has a reranker configured (the client's `available`). */
+  reranker_available: boolean;
 }
 
 export interface GenerateRequest {
@@ -101,1256 +92,120 @@ export interface GenerateChunk {
   cited_refs: number[];
   degraded: string[];
   answer: string;
+  /** Evidence score of the refusal gate (final chunk only). */
+  evidence: number;
 }
 
-function createBaseEmbedding(): Embedding {
-  return { values: [] };
+export interface EmbedderClient {
+  embed(request: EmbedRequest, metadata?: Metadata): Observable<EmbedResponse>;
 }
 
-export const Embedding: MessageFns<Embedding> = {
-  encode(message: Embedding, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    if (message.values.length !== 0) {
-      writer.uint32(10).fork();
-      for (const v of message.values) {
-        writer.float(v);
-      }
-      writer.join();
-    }
-    return writer;
-  },
-
-  decode(input: BinaryReader | Uint8Array, length?: number): Embedding {
-    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
-    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
-    if (previousRecursionDepth >= 100) {
-      throw new globalThis.Error("protobuf decode recursion limit exceeded");
-    }
-    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
-    try {
-      const end = length === undefined ? reader.len : reader.pos + length;
-      const message = createBaseEmbedding();
-      while (reader.pos < end) {
-        const tag = reader.uint32();
-        switch (tag >>> 3) {
-          case 1: {
-            if (tag === 13) {
-              message.values.push(reader.float());
-
-              continue;
-            }
-
-            if (tag === 10) {
-              const end2 = reader.uint32() + reader.pos;
-              while (reader.pos < end2) {
-                message.values.push(reader.float());
-              }
-
-              continue;
-            }
-
-            break;
-          }
-        }
-        if ((tag & 7) === 4 || tag === 0) {
-          break;
-        }
-        reader.skip(tag & 7);
-      }
-      return message;
-    } finally {
-      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
-    }
-  },
-
-  create(base?: DeepPartial<Embedding>): Embedding {
-    return Embedding.fromPartial(base ?? {});
-  },
-  fromPartial(object: DeepPartial<Embedding>): Embedding {
-    const message = createBaseEmbedding();
-    message.values = object.values?.map((e) => e) || [];
-    return message;
-  },
-};
-
-function createBaseEmbedRequest(): EmbedRequest {
-  return { texts: [], input_type: "" };
+export interface EmbedderController {
+  embed(request: EmbedRequest, metadata?: Metadata): Promise<EmbedResponse> | Observable<EmbedResponse> | EmbedResponse;
 }
 
-export const EmbedRequest: MessageFns<EmbedRequest> = {
-  encode(message: EmbedRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    for (const v of message.texts) {
-      writer.uint32(10).string(v!);
+export function EmbedderControllerMethods() {
+  return function (constructor: Function) {
+    const grpcMethods: string[] = ["embed"];
+    for (const method of grpcMethods) {
+      const descriptor: any = Reflect.getOwnPropertyDescriptor(constructor.prototype, method);
+      GrpcMethod("Embedder", method)(constructor.prototype[method], method, descriptor);
+      Object.defineProperty(constructor.prototype, method, descriptor);
     }
-    if (message.input_type !== "") {
-      writer.uint32(18).string(message.input_type);
+    const grpcStreamMethods: string[] = [];
+    for (const method of grpcStreamMethods) {
+      const descriptor: any = Reflect.getOwnPropertyDescriptor(constructor.prototype, method);
+      GrpcStreamMethod("Embedder", method)(constructor.prototype[method], method, descriptor);
+      Object.defineProperty(constructor.prototype, method, descriptor);
     }
-    return writer;
-  },
-
-  decode(input: BinaryReader | Uint8Array, length?: number): EmbedRequest {
-    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
-    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
-    if (previousRecursionDepth >= 100) {
-      throw new globalThis.Error("protobuf decode recursion limit exceeded");
-    }
-    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
-    try {
-      const end = length === undefined ? reader.len : reader.pos + length;
-      const message = createBaseEmbedRequest();
-      while (reader.pos < end) {
-        const tag = reader.uint32();
-        switch (tag >>> 3) {
-          case 1: {
-            if (tag !== 10) {
-              break;
-            }
-
-            message.texts.push(reader.string());
-            continue;
-          }
-          case 2: {
-            if (tag !== 18) {
-              break;
-            }
-
-            message.input_type = reader.string();
-            continue;
-          }
-        }
-        if ((tag & 7) === 4 || tag === 0) {
-          break;
-        }
-        reader.skip(tag & 7);
-      }
-      return message;
-    } finally {
-      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
-    }
-  },
-
-  create(base?: DeepPartial<EmbedRequest>): EmbedRequest {
-    return EmbedRequest.fromPartial(base ?? {});
-  },
-  fromPartial(object: DeepPartial<EmbedRequest>): EmbedRequest {
-    const message = createBaseEmbedRequest();
-    message.texts = object.texts?.map((e) => e) || [];
-    message.input_type = object.input_type ?? "";
-    return message;
-  },
-};
-
-function createBaseEmbedResponse(): EmbedResponse {
-  return { model: "", dim: 0, embeddings: [] };
-}
-
-export const EmbedResponse: MessageFns<EmbedResponse> = {
-  encode(message: EmbedResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    if (message.model !== "") {
-      writer.uint32(10).string(message.model);
-    }
-    if (message.dim !== 0) {
-      writer.uint32(16).int32(message.dim);
-    }
-    for (const v of message.embeddings) {
-      Embedding.encode(v!, writer.uint32(26).fork()).join();
-    }
-    return writer;
-  },
-
-  decode(input: BinaryReader | Uint8Array, length?: number): EmbedResponse {
-    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
-    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
-    if (previousRecursionDepth >= 100) {
-      throw new globalThis.Error("protobuf decode recursion limit exceeded");
-    }
-    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
-    try {
-      const end = length === undefined ? reader.len : reader.pos + length;
-      const message = createBaseEmbedResponse();
-      while (reader.pos < end) {
-        const tag = reader.uint32();
-        switch (tag >>> 3) {
-          case 1: {
-            if (tag !== 10) {
-              break;
-            }
-
-            message.model = reader.string();
-            continue;
-          }
-          case 2: {
-            if (tag !== 16) {
-              break;
-            }
-
-            message.dim = reader.int32();
-            continue;
-          }
-          case 3: {
-            if (tag !== 26) {
-              break;
-            }
-
-            message.embeddings.push(Embedding.decode(reader, reader.uint32()));
-            continue;
-          }
-        }
-        if ((tag & 7) === 4 || tag === 0) {
-          break;
-        }
-        reader.skip(tag & 7);
-      }
-      return message;
-    } finally {
-      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
-    }
-  },
-
-  create(base?: DeepPartial<EmbedResponse>): EmbedResponse {
-    return EmbedResponse.fromPartial(base ?? {});
-  },
-  fromPartial(object: DeepPartial<EmbedResponse>): EmbedResponse {
-    const message = createBaseEmbedResponse();
-    message.model = object.model ?? "";
-    message.dim = object.dim ?? 0;
-    message.embeddings = object.embeddings?.map((e) => Embedding.fromPartial(e)) || [];
-    return message;
-  },
-};
-
-function createBaseScope(): Scope {
-  return { tenant: "", principals: [], unrestricted: false };
-}
-
-export const Scope: MessageFns<Scope> = {
-  encode(message: Scope, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    if (message.tenant !== "") {
-      writer.uint32(10).string(message.tenant);
-    }
-    for (const v of message.principals) {
-      writer.uint32(18).string(v!);
-    }
-    if (message.unrestricted !== false) {
-      writer.uint32(24).bool(message.unrestricted);
-    }
-    return writer;
-  },
-
-  decode(input: BinaryReader | Uint8Array, length?: number): Scope {
-    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
-    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
-    if (previousRecursionDepth >= 100) {
-      throw new globalThis.Error("protobuf decode recursion limit exceeded");
-    }
-    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
-    try {
-      const end = length === undefined ? reader.len : reader.pos + length;
-      const message = createBaseScope();
-      while (reader.pos < end) {
-        const tag = reader.uint32();
-        switch (tag >>> 3) {
-          case 1: {
-            if (tag !== 10) {
-              break;
-            }
-
-            message.tenant = reader.string();
-            continue;
-          }
-          case 2: {
-            if (tag !== 18) {
-              break;
-            }
-
-            message.principals.push(reader.string());
-            continue;
-          }
-          case 3: {
-            if (tag !== 24) {
-              break;
-            }
-
-            message.unrestricted = reader.bool();
-            continue;
-          }
-        }
-        if ((tag & 7) === 4 || tag === 0) {
-          break;
-        }
-        reader.skip(tag & 7);
-      }
-      return message;
-    } finally {
-      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
-    }
-  },
-
-  create(base?: DeepPartial<Scope>): Scope {
-    return Scope.fromPartial(base ?? {});
-  },
-  fromPartial(object: DeepPartial<Scope>): Scope {
-    const message = createBaseScope();
-    message.tenant = object.tenant ?? "";
-    message.principals = object.principals?.map((e) => e) || [];
-    message.unrestricted = object.unrestricted ?? false;
-    return message;
-  },
-};
-
-function createBaseRetrieveRequest(): RetrieveRequest {
-  return { query: "", vector: [], top_k: 0, filters_json: "", mode: "", scope: undefined, candidates: 0 };
-}
-
-export const RetrieveRequest: MessageFns<RetrieveRequest> = {
-  encode(message: RetrieveRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    if (message.query !== "") {
-      writer.uint32(10).string(message.query);
-    }
-    if (message.vector.length !== 0) {
-      writer.uint32(18).fork();
-      for (const v of message.vector) {
-        writer.float(v);
-      }
-      writer.join();
-    }
-    if (message.top_k !== 0) {
-      writer.uint32(24).int32(message.top_k);
-    }
-    if (message.filters_json !== "") {
-      writer.uint32(34).string(message.filters_json);
-    }
-    if (message.mode !== "") {
-      writer.uint32(42).string(message.mode);
-    }
-    if (message.scope !== undefined) {
-      Scope.encode(message.scope, writer.uint32(50).fork()).join();
-    }
-    if (message.candidates !== 0) {
-      writer.uint32(56).int32(message.candidates);
-    }
-    return writer;
-  },
-
-  decode(input: BinaryReader | Uint8Array, length?: number): RetrieveRequest {
-    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
-    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
-    if (previousRecursionDepth >= 100) {
-      throw new globalThis.Error("protobuf decode recursion limit exceeded");
-    }
-    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
-    try {
-      const end = length === undefined ? reader.len : reader.pos + length;
-      const message = createBaseRetrieveRequest();
-      while (reader.pos < end) {
-        const tag = reader.uint32();
-        switch (tag >>> 3) {
-          case 1: {
-            if (tag !== 10) {
-              break;
-            }
-
-            message.query = reader.string();
-            continue;
-          }
-          case 2: {
-            if (tag === 21) {
-              message.vector.push(reader.float());
-
-              continue;
-            }
-
-            if (tag === 18) {
-              const end2 = reader.uint32() + reader.pos;
-              while (reader.pos < end2) {
-                message.vector.push(reader.float());
-              }
-
-              continue;
-            }
-
-            break;
-          }
-          case 3: {
-            if (tag !== 24) {
-              break;
-            }
-
-            message.top_k = reader.int32();
-            continue;
-          }
-          case 4: {
-            if (tag !== 34) {
-              break;
-            }
-
-            message.filters_json = reader.string();
-            continue;
-          }
-          case 5: {
-            if (tag !== 42) {
-              break;
-            }
-
-            message.mode = reader.string();
-            continue;
-          }
-          case 6: {
-            if (tag !== 50) {
-              break;
-            }
-
-            message.scope = Scope.decode(reader, reader.uint32());
-            continue;
-          }
-          case 7: {
-            if (tag !== 56) {
-              break;
-            }
-
-            message.candidates = reader.int32();
-            continue;
-          }
-        }
-        if ((tag & 7) === 4 || tag === 0) {
-          break;
-        }
-        reader.skip(tag & 7);
-      }
-      return message;
-    } finally {
-      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
-    }
-  },
-
-  create(base?: DeepPartial<RetrieveRequest>): RetrieveRequest {
-    return RetrieveRequest.fromPartial(base ?? {});
-  },
-  fromPartial(object: DeepPartial<RetrieveRequest>): RetrieveRequest {
-    const message = createBaseRetrieveRequest();
-    message.query = object.query ?? "";
-    message.vector = object.vector?.map((e) => e) || [];
-    message.top_k = object.top_k ?? 0;
-    message.filters_json = object.filters_json ?? "";
-    message.mode = object.mode ?? "";
-    message.scope = (object.scope !== undefined && object.scope !== null) ? Scope.fromPartial(object.scope) : undefined;
-    message.candidates = object.candidates ?? 0;
-    return message;
-  },
-};
-
-function createBaseScoredChunk(): ScoredChunk {
-  return {
-    chunk_id: "",
-    document_id: "",
-    title: "",
-    text: "",
-    score: 0,
-    parent_text: "",
-    source_url: "",
-    heading_path: [],
   };
 }
 
-export const ScoredChunk: MessageFns<ScoredChunk> = {
-  encode(message: ScoredChunk, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    if (message.chunk_id !== "") {
-      writer.uint32(10).string(message.chunk_id);
-    }
-    if (message.document_id !== "") {
-      writer.uint32(18).string(message.document_id);
-    }
-    if (message.title !== "") {
-      writer.uint32(26).string(message.title);
-    }
-    if (message.text !== "") {
-      writer.uint32(34).string(message.text);
-    }
-    if (message.score !== 0) {
-      writer.uint32(41).double(message.score);
-    }
-    if (message.parent_text !== "") {
-      writer.uint32(50).string(message.parent_text);
-    }
-    if (message.source_url !== "") {
-      writer.uint32(58).string(message.source_url);
-    }
-    for (const v of message.heading_path) {
-      writer.uint32(66).string(v!);
-    }
-    return writer;
-  },
+export const EMBEDDER_SERVICE_NAME = "Embedder";
 
-  decode(input: BinaryReader | Uint8Array, length?: number): ScoredChunk {
-    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
-    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
-    if (previousRecursionDepth >= 100) {
-      throw new globalThis.Error("protobuf decode recursion limit exceeded");
-    }
-    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
-    try {
-      const end = length === undefined ? reader.len : reader.pos + length;
-      const message = createBaseScoredChunk();
-      while (reader.pos < end) {
-        const tag = reader.uint32();
-        switch (tag >>> 3) {
-          case 1: {
-            if (tag !== 10) {
-              break;
-            }
-
-            message.chunk_id = reader.string();
-            continue;
-          }
-          case 2: {
-            if (tag !== 18) {
-              break;
-            }
-
-            message.document_id = reader.string();
-            continue;
-          }
-          case 3: {
-            if (tag !== 26) {
-              break;
-            }
-
-            message.title = reader.string();
-            continue;
-          }
-          case 4: {
-            if (tag !== 34) {
-              break;
-            }
-
-            message.text = reader.string();
-            continue;
-          }
-          case 5: {
-            if (tag !== 41) {
-              break;
-            }
-
-            message.score = reader.double();
-            continue;
-          }
-          case 6: {
-            if (tag !== 50) {
-              break;
-            }
-
-            message.parent_text = reader.string();
-            continue;
-          }
-          case 7: {
-            if (tag !== 58) {
-              break;
-            }
-
-            message.source_url = reader.string();
-            continue;
-          }
-          case 8: {
-            if (tag !== 66) {
-              break;
-            }
-
-            message.heading_path.push(reader.string());
-            continue;
-          }
-        }
-        if ((tag & 7) === 4 || tag === 0) {
-          break;
-        }
-        reader.skip(tag & 7);
-      }
-      return message;
-    } finally {
-      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
-    }
-  },
-
-  create(base?: DeepPartial<ScoredChunk>): ScoredChunk {
-    return ScoredChunk.fromPartial(base ?? {});
-  },
-  fromPartial(object: DeepPartial<ScoredChunk>): ScoredChunk {
-    const message = createBaseScoredChunk();
-    message.chunk_id = object.chunk_id ?? "";
-    message.document_id = object.document_id ?? "";
-    message.title = object.title ?? "";
-    message.text = object.text ?? "";
-    message.score = object.score ?? 0;
-    message.parent_text = object.parent_text ?? "";
-    message.source_url = object.source_url ?? "";
-    message.heading_path = object.heading_path?.map((e) => e) || [];
-    return message;
-  },
-};
-
-function createBaseRetrieveResponse(): RetrieveResponse {
-  return { results: [], degraded: [], timings_ms: {} };
+export interface RetrieverClient {
+  retrieve(request: RetrieveRequest, metadata?: Metadata): Observable<RetrieveResponse>;
 }
 
-export const RetrieveResponse: MessageFns<RetrieveResponse> = {
-  encode(message: RetrieveResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    for (const v of message.results) {
-      ScoredChunk.encode(v!, writer.uint32(10).fork()).join();
-    }
-    for (const v of message.degraded) {
-      writer.uint32(18).string(v!);
-    }
-    globalThis.Object.entries(message.timings_ms).forEach(([key, value]: [string, number]) => {
-      RetrieveResponse_TimingsMsEntry.encode({ key: key as any, value }, writer.uint32(26).fork()).join();
-    });
-    return writer;
-  },
-
-  decode(input: BinaryReader | Uint8Array, length?: number): RetrieveResponse {
-    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
-    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
-    if (previousRecursionDepth >= 100) {
-      throw new globalThis.Error("protobuf decode recursion limit exceeded");
-    }
-    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
-    try {
-      const end = length === undefined ? reader.len : reader.pos + length;
-      const message = createBaseRetrieveResponse();
-      while (reader.pos < end) {
-        const tag = reader.uint32();
-        switch (tag >>> 3) {
-          case 1: {
-            if (tag !== 10) {
-              break;
-            }
-
-            message.results.push(ScoredChunk.decode(reader, reader.uint32()));
-            continue;
-          }
-          case 2: {
-            if (tag !== 18) {
-              break;
-            }
-
-            message.degraded.push(reader.string());
-            continue;
-          }
-          case 3: {
-            if (tag !== 26) {
-              break;
-            }
-
-            const entry3 = RetrieveResponse_TimingsMsEntry.decode(reader, reader.uint32());
-            if (entry3.value !== undefined) {
-              message.timings_ms[entry3.key] = entry3.value;
-            }
-            continue;
-          }
-        }
-        if ((tag & 7) === 4 || tag === 0) {
-          break;
-        }
-        reader.skip(tag & 7);
-      }
-      return message;
-    } finally {
-      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
-    }
-  },
-
-  create(base?: DeepPartial<RetrieveResponse>): RetrieveResponse {
-    return RetrieveResponse.fromPartial(base ?? {});
-  },
-  fromPartial(object: DeepPartial<RetrieveResponse>): RetrieveResponse {
-    const message = createBaseRetrieveResponse();
-    message.results = object.results?.map((e) => ScoredChunk.fromPartial(e)) || [];
-    message.degraded = object.degraded?.map((e) => e) || [];
-    message.timings_ms = (globalThis.Object.entries(object.timings_ms ?? {}) as [string, number][]).reduce(
-      (acc: { [key: string]: number }, [key, value]: [string, number]) => {
-        if (value !== undefined) {
-          acc[key] = globalThis.Number(value);
-        }
-        return acc;
-      },
-      {},
-    );
-    return message;
-  },
-};
-
-function createBaseRetrieveResponse_TimingsMsEntry(): RetrieveResponse_TimingsMsEntry {
-  return { key: "", value: 0 };
-}
-
-export const RetrieveResponse_TimingsMsEntry: MessageFns<RetrieveResponse_TimingsMsEntry> = {
-  encode(message: RetrieveResponse_TimingsMsEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    if (message.key !== "") {
-      writer.uint32(10).string(message.key);
-    }
-    if (message.value !== 0) {
-      writer.uint32(17).double(message.value);
-    }
-    return writer;
-  },
-
-  decode(input: BinaryReader | Uint8Array, length?: number): RetrieveResponse_TimingsMsEntry {
-    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
-    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
-    if (previousRecursionDepth >= 100) {
-      throw new globalThis.Error("protobuf decode recursion limit exceeded");
-    }
-    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
-    try {
-      const end = length === undefined ? reader.len : reader.pos + length;
-      const message = createBaseRetrieveResponse_TimingsMsEntry();
-      while (reader.pos < end) {
-        const tag = reader.uint32();
-        switch (tag >>> 3) {
-          case 1: {
-            if (tag !== 10) {
-              break;
-            }
-
-            message.key = reader.string();
-            continue;
-          }
-          case 2: {
-            if (tag !== 17) {
-              break;
-            }
-
-            message.value = reader.double();
-            continue;
-          }
-        }
-        if ((tag & 7) === 4 || tag === 0) {
-          break;
-        }
-        reader.skip(tag & 7);
-      }
-      return message;
-    } finally {
-      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
-    }
-  },
-
-  create(base?: DeepPartial<RetrieveResponse_TimingsMsEntry>): RetrieveResponse_TimingsMsEntry {
-    return RetrieveResponse_TimingsMsEntry.fromPartial(base ?? {});
-  },
-  fromPartial(object: DeepPartial<RetrieveResponse_TimingsMsEntry>): RetrieveResponse_TimingsMsEntry {
-    const message = createBaseRetrieveResponse_TimingsMsEntry();
-    message.key = object.key ?? "";
-    message.value = object.value ?? 0;
-    return message;
-  },
-};
-
-function createBaseRerankRequest(): RerankRequest {
-  return { query: "", candidates: [], top_n: 0 };
-}
-
-export const RerankRequest: MessageFns<RerankRequest> = {
-  encode(message: RerankRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    if (message.query !== "") {
-      writer.uint32(10).string(message.query);
-    }
-    for (const v of message.candidates) {
-      ScoredChunk.encode(v!, writer.uint32(18).fork()).join();
-    }
-    if (message.top_n !== 0) {
-      writer.uint32(24).int32(message.top_n);
-    }
-    return writer;
-  },
-
-  decode(input: BinaryReader | Uint8Array, length?: number): RerankRequest {
-    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
-    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
-    if (previousRecursionDepth >= 100) {
-      throw new globalThis.Error("protobuf decode recursion limit exceeded");
-    }
-    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
-    try {
-      const end = length === undefined ? reader.len : reader.pos + length;
-      const message = createBaseRerankRequest();
-      while (reader.pos < end) {
-        const tag = reader.uint32();
-        switch (tag >>> 3) {
-          case 1: {
-            if (tag !== 10) {
-              break;
-            }
-
-            message.query = reader.string();
-            continue;
-          }
-          case 2: {
-            if (tag !== 18) {
-              break;
-            }
-
-            message.candidates.push(ScoredChunk.decode(reader, reader.uint32()));
-            continue;
-          }
-          case 3: {
-            if (tag !== 24) {
-              break;
-            }
-
-            message.top_n = reader.int32();
-            continue;
-          }
-        }
-        if ((tag & 7) === 4 || tag === 0) {
-          break;
-        }
-        reader.skip(tag & 7);
-      }
-      return message;
-    } finally {
-      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
-    }
-  },
-
-  create(base?: DeepPartial<RerankRequest>): RerankRequest {
-    return RerankRequest.fromPartial(base ?? {});
-  },
-  fromPartial(object: DeepPartial<RerankRequest>): RerankRequest {
-    const message = createBaseRerankRequest();
-    message.query = object.query ?? "";
-    message.candidates = object.candidates?.map((e) => ScoredChunk.fromPartial(e)) || [];
-    message.top_n = object.top_n ?? 0;
-    return message;
-  },
-};
-
-function createBaseRerankResponse(): RerankResponse {
-  return { results: [], degraded: [] };
-}
-
-export const RerankResponse: MessageFns<RerankResponse> = {
-  encode(message: RerankResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    for (const v of message.results) {
-      ScoredChunk.encode(v!, writer.uint32(10).fork()).join();
-    }
-    for (const v of message.degraded) {
-      writer.uint32(18).string(v!);
-    }
-    return writer;
-  },
-
-  decode(input: BinaryReader | Uint8Array, length?: number): RerankResponse {
-    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
-    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
-    if (previousRecursionDepth >= 100) {
-      throw new globalThis.Error("protobuf decode recursion limit exceeded");
-    }
-    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
-    try {
-      const end = length === undefined ? reader.len : reader.pos + length;
-      const message = createBaseRerankResponse();
-      while (reader.pos < end) {
-        const tag = reader.uint32();
-        switch (tag >>> 3) {
-          case 1: {
-            if (tag !== 10) {
-              break;
-            }
-
-            message.results.push(ScoredChunk.decode(reader, reader.uint32()));
-            continue;
-          }
-          case 2: {
-            if (tag !== 18) {
-              break;
-            }
-
-            message.degraded.push(reader.string());
-            continue;
-          }
-        }
-        if ((tag & 7) === 4 || tag === 0) {
-          break;
-        }
-        reader.skip(tag & 7);
-      }
-      return message;
-    } finally {
-      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
-    }
-  },
-
-  create(base?: DeepPartial<RerankResponse>): RerankResponse {
-    return RerankResponse.fromPartial(base ?? {});
-  },
-  fromPartial(object: DeepPartial<RerankResponse>): RerankResponse {
-    const message = createBaseRerankResponse();
-    message.results = object.results?.map((e) => ScoredChunk.fromPartial(e)) || [];
-    message.degraded = object.degraded?.map((e) => e) || [];
-    return message;
-  },
-};
-
-function createBaseGenerateRequest(): GenerateRequest {
-  return { question: "", sources: [] };
-}
-
-export const GenerateRequest: MessageFns<GenerateRequest> = {
-  encode(message: GenerateRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    if (message.question !== "") {
-      writer.uint32(10).string(message.question);
-    }
-    for (const v of message.sources) {
-      ScoredChunk.encode(v!, writer.uint32(18).fork()).join();
-    }
-    return writer;
-  },
-
-  decode(input: BinaryReader | Uint8Array, length?: number): GenerateRequest {
-    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
-    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
-    if (previousRecursionDepth >= 100) {
-      throw new globalThis.Error("protobuf decode recursion limit exceeded");
-    }
-    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
-    try {
-      const end = length === undefined ? reader.len : reader.pos + length;
-      const message = createBaseGenerateRequest();
-      while (reader.pos < end) {
-        const tag = reader.uint32();
-        switch (tag >>> 3) {
-          case 1: {
-            if (tag !== 10) {
-              break;
-            }
-
-            message.question = reader.string();
-            continue;
-          }
-          case 2: {
-            if (tag !== 18) {
-              break;
-            }
-
-            message.sources.push(ScoredChunk.decode(reader, reader.uint32()));
-            continue;
-          }
-        }
-        if ((tag & 7) === 4 || tag === 0) {
-          break;
-        }
-        reader.skip(tag & 7);
-      }
-      return message;
-    } finally {
-      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
-    }
-  },
-
-  create(base?: DeepPartial<GenerateRequest>): GenerateRequest {
-    return GenerateRequest.fromPartial(base ?? {});
-  },
-  fromPartial(object: DeepPartial<GenerateRequest>): GenerateRequest {
-    const message = createBaseGenerateRequest();
-    message.question = object.question ?? "";
-    message.sources = object.sources?.map((e) => ScoredChunk.fromPartial(e)) || [];
-    return message;
-  },
-};
-
-function createBaseGenerateChunk(): GenerateChunk {
-  return { delta: "", done: false, refused: false, cited_refs: [], degraded: [], answer: "" };
-}
-
-export const GenerateChunk: MessageFns<GenerateChunk> = {
-  encode(message: GenerateChunk, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    if (message.delta !== "") {
-      writer.uint32(10).string(message.delta);
-    }
-    if (message.done !== false) {
-      writer.uint32(16).bool(message.done);
-    }
-    if (message.refused !== false) {
-      writer.uint32(24).bool(message.refused);
-    }
-    if (message.cited_refs.length !== 0) {
-      writer.uint32(34).fork();
-      for (const v of message.cited_refs) {
-        writer.int32(v);
-      }
-      writer.join();
-    }
-    for (const v of message.degraded) {
-      writer.uint32(42).string(v!);
-    }
-    if (message.answer !== "") {
-      writer.uint32(50).string(message.answer);
-    }
-    return writer;
-  },
-
-  decode(input: BinaryReader | Uint8Array, length?: number): GenerateChunk {
-    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
-    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
-    if (previousRecursionDepth >= 100) {
-      throw new globalThis.Error("protobuf decode recursion limit exceeded");
-    }
-    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
-    try {
-      const end = length === undefined ? reader.len : reader.pos + length;
-      const message = createBaseGenerateChunk();
-      while (reader.pos < end) {
-        const tag = reader.uint32();
-        switch (tag >>> 3) {
-          case 1: {
-            if (tag !== 10) {
-              break;
-            }
-
-            message.delta = reader.string();
-            continue;
-          }
-          case 2: {
-            if (tag !== 16) {
-              break;
-            }
-
-            message.done = reader.bool();
-            continue;
-          }
-          case 3: {
-            if (tag !== 24) {
-              break;
-            }
-
-            message.refused = reader.bool();
-            continue;
-          }
-          case 4: {
-            if (tag === 32) {
-              message.cited_refs.push(reader.int32());
-
-              continue;
-            }
-
-            if (tag === 34) {
-              const end2 = reader.uint32() + reader.pos;
-              while (reader.pos < end2) {
-                message.cited_refs.push(reader.int32());
-              }
-
-              continue;
-            }
-
-            break;
-          }
-          case 5: {
-            if (tag !== 42) {
-              break;
-            }
-
-            message.degraded.push(reader.string());
-            continue;
-          }
-          case 6: {
-            if (tag !== 50) {
-              break;
-            }
-
-            message.answer = reader.string();
-            continue;
-          }
-        }
-        if ((tag & 7) === 4 || tag === 0) {
-          break;
-        }
-        reader.skip(tag & 7);
-      }
-      return message;
-    } finally {
-      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
-    }
-  },
-
-  create(base?: DeepPartial<GenerateChunk>): GenerateChunk {
-    return GenerateChunk.fromPartial(base ?? {});
-  },
-  fromPartial(object: DeepPartial<GenerateChunk>): GenerateChunk {
-    const message = createBaseGenerateChunk();
-    message.delta = object.delta ?? "";
-    message.done = object.done ?? false;
-    message.refused = object.refused ?? false;
-    message.cited_refs = object.cited_refs?.map((e) => e) || [];
-    message.degraded = object.degraded?.map((e) => e) || [];
-    message.answer = object.answer ?? "";
-    return message;
-  },
-};
-
-export type EmbedderService = typeof EmbedderService;
-export const EmbedderService = {
-  embed: {
-    path: "/rag.v1.Embedder/Embed" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: EmbedRequest): Buffer => Buffer.from(EmbedRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): EmbedRequest => EmbedRequest.decode(value),
-    responseSerialize: (value: EmbedResponse): Buffer => Buffer.from(EmbedResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): EmbedResponse => EmbedResponse.decode(value),
-  },
-} as const;
-
-export interface EmbedderServer extends UntypedServiceImplementation {
-  embed: handleUnaryCall<EmbedRequest, EmbedResponse>;
-}
-
-export interface EmbedderClient extends Client {
-  embed(
-    request: EmbedRequest,
-    callback: (error: ServiceError | null, response: EmbedResponse) => void,
-  ): ClientUnaryCall;
-  embed(
-    request: EmbedRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: EmbedResponse) => void,
-  ): ClientUnaryCall;
-  embed(
-    request: EmbedRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: EmbedResponse) => void,
-  ): ClientUnaryCall;
-}
-
-export const EmbedderClient = makeGenericClientConstructor(EmbedderService, "rag.v1.Embedder") as unknown as {
-  new (address: string, credentials: ChannelCredentials, options?: Partial<ClientOptions>): EmbedderClient;
-  service: typeof EmbedderService;
-  serviceName: string;
-};
-
-export type RetrieverService = typeof RetrieverService;
-export const RetrieverService = {
-  retrieve: {
-    path: "/rag.v1.Retriever/Retrieve" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: RetrieveRequest): Buffer => Buffer.from(RetrieveRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): RetrieveRequest => RetrieveRequest.decode(value),
-    responseSerialize: (value: RetrieveResponse): Buffer => Buffer.from(RetrieveResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): RetrieveResponse => RetrieveResponse.decode(value),
-  },
-} as const;
-
-export interface RetrieverServer extends UntypedServiceImplementation {
-  retrieve: handleUnaryCall<RetrieveRequest, RetrieveResponse>;
-}
-
-export interface RetrieverClient extends Client {
+export interface RetrieverController {
   retrieve(
     request: RetrieveRequest,
-    callback: (error: ServiceError | null, response: RetrieveResponse) => void,
-  ): ClientUnaryCall;
-  retrieve(
-    request: RetrieveRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: RetrieveResponse) => void,
-  ): ClientUnaryCall;
-  retrieve(
-    request: RetrieveRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: RetrieveResponse) => void,
-  ): ClientUnaryCall;
-}
-
-export const RetrieverClient = makeGenericClientConstructor(RetrieverService, "rag.v1.Retriever") as unknown as {
-  new (address: string, credentials: ChannelCredentials, options?: Partial<ClientOptions>): RetrieverClient;
-  service: typeof RetrieverService;
-  serviceName: string;
-};
-
-export type RerankerService = typeof RerankerService;
-export const RerankerService = {
-  rerank: {
-    path: "/rag.v1.Reranker/Rerank" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: RerankRequest): Buffer => Buffer.from(RerankRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): RerankRequest => RerankRequest.decode(value),
-    responseSerialize: (value: RerankResponse): Buffer => Buffer.from(RerankResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): RerankResponse => RerankResponse.decode(value),
-  },
-} as const;
-
-export interface RerankerServer extends UntypedServiceImplementation {
-  rerank: handleUnaryCall<RerankRequest, RerankResponse>;
-}
-
-export interface RerankerClient extends Client {
-  rerank(
-    request: RerankRequest,
-    callback: (error: ServiceError | null, response: RerankResponse) => void,
-  ): ClientUnaryCall;
-  rerank(
-    request: RerankRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: RerankResponse) => void,
-  ): ClientUnaryCall;
-  rerank(
-    request: RerankRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: RerankResponse) => void,
-  ): ClientUnaryCall;
-}
-
-export const RerankerClient = makeGenericClientConstructor(RerankerService, "rag.v1.Reranker") as unknown as {
-  new (address: string, credentials: ChannelCredentials, options?: Partial<ClientOptions>): RerankerClient;
-  service: typeof RerankerService;
-  serviceName: string;
-};
-
-export type GeneratorService = typeof GeneratorService;
-export const GeneratorService = {
-  generate: {
-    path: "/rag.v1.Generator/Generate" as const,
-    requestStream: false as const,
-    responseStream: true as const,
-    requestSerialize: (value: GenerateRequest): Buffer => Buffer.from(GenerateRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): GenerateRequest => GenerateRequest.decode(value),
-    responseSerialize: (value: GenerateChunk): Buffer => Buffer.from(GenerateChunk.encode(value).finish()),
-    responseDeserialize: (value: Buffer): GenerateChunk => GenerateChunk.decode(value),
-  },
-} as const;
-
-export interface GeneratorServer extends UntypedServiceImplementation {
-  generate: handleServerStreamingCall<GenerateRequest, GenerateChunk>;
-}
-
-export interface GeneratorClient extends Client {
-  generate(request: GenerateRequest, options?: Partial<CallOptions>): ClientReadableStream<GenerateChunk>;
-  generate(
-    request: GenerateRequest,
     metadata?: Metadata,
-    options?: Partial<CallOptions>,
-  ): ClientReadableStream<GenerateChunk>;
+  ): Promise<RetrieveResponse> | Observable<RetrieveResponse> | RetrieveResponse;
 }
 
-export const GeneratorClient = makeGenericClientConstructor(GeneratorService, "rag.v1.Generator") as unknown as {
-  new (address: string, credentials: ChannelCredentials, options?: Partial<ClientOptions>): GeneratorClient;
-  service: typeof GeneratorService;
-  serviceName: string;
-};
-
-type Builtin = Date | Function | Uint8Array | string | number | boolean | undefined;
-
-type DeepPartial<T> = T extends Builtin ? T
-  : T extends globalThis.Array<infer U> ? globalThis.Array<DeepPartial<U>>
-  : T extends ReadonlyArray<infer U> ? ReadonlyArray<DeepPartial<U>>
-  : T extends {} ? { [K in keyof T]?: DeepPartial<T[K]> }
-  : Partial<T>;
-
-interface MessageFns<T> {
-  encode(message: T, writer?: BinaryWriter): BinaryWriter;
-  decode(input: BinaryReader | Uint8Array, length?: number): T;
-  create(base?: DeepPartial<T>): T;
-  fromPartial(object: DeepPartial<T>): T;
+export function RetrieverControllerMethods() {
+  return function (constructor: Function) {
+    const grpcMethods: string[] = ["retrieve"];
+    for (const method of grpcMethods) {
+      const descriptor: any = Reflect.getOwnPropertyDescriptor(constructor.prototype, method);
+      GrpcMethod("Retriever", method)(constructor.prototype[method], method, descriptor);
+      Object.defineProperty(constructor.prototype, method, descriptor);
+    }
+    const grpcStreamMethods: string[] = [];
+    for (const method of grpcStreamMethods) {
+      const descriptor: any = Reflect.getOwnPropertyDescriptor(constructor.prototype, method);
+      GrpcStreamMethod("Retriever", method)(constructor.prototype[method], method, descriptor);
+      Object.defineProperty(constructor.prototype, method, descriptor);
+    }
+  };
 }
+
+export const RETRIEVER_SERVICE_NAME = "Retriever";
+
+export interface RerankerClient {
+  rerank(request: RerankRequest, metadata?: Metadata): Observable<RerankResponse>;
+}
+
+export interface RerankerController {
+  rerank(
+    request: RerankRequest,
+    metadata?: Metadata,
+  ): Promise<RerankResponse> | Observable<RerankResponse> | RerankResponse;
+}
+
+export function RerankerControllerMethods() {
+  return function (constructor: Function) {
+    const grpcMethods: string[] = ["rerank"];
+    for (const method of grpcMethods) {
+      const descriptor: any = Reflect.getOwnPropertyDescriptor(constructor.prototype, method);
+      GrpcMethod("Reranker", method)(constructor.prototype[method], method, descriptor);
+      Object.defineProperty(constructor.prototype, method, descriptor);
+    }
+    const grpcStreamMethods: string[] = [];
+    for (const method of grpcStreamMethods) {
+      const descriptor: any = Reflect.getOwnPropertyDescriptor(constructor.prototype, method);
+      GrpcStreamMethod("Reranker", method)(constructor.prototype[method], method, descriptor);
+      Object.defineProperty(constructor.prototype, method, descriptor);
+    }
+  };
+}
+
+export const RERANKER_SERVICE_NAME = "Reranker";
+
+export interface GeneratorClient {
+  generate(request: GenerateRequest, metadata?: Metadata): Observable<GenerateChunk>;
+}
+
+export interface GeneratorController {
+  generate(request: GenerateRequest, metadata?: Metadata): Observable<GenerateChunk>;
+}
+
+export function GeneratorControllerMethods() {
+  return function (constructor: Function) {
+    const grpcMethods: string[] = ["generate"];
+    for (const method of grpcMethods) {
+      const descriptor: any = Reflect.getOwnPropertyDescriptor(constructor.prototype, method);
+      GrpcMethod("Generator", method)(constructor.prototype[method], method, descriptor);
+      Object.defineProperty(constructor.prototype, method, descriptor);
+    }
+    const grpcStreamMethods: string[] = [];
+    for (const method of grpcStreamMethods) {
+      const descriptor: any = Reflect.getOwnPropertyDescriptor(constructor.prototype, method);
+      GrpcStreamMethod("Generator", method)(constructor.prototype[method], method, descriptor);
+      Object.defineProperty(constructor.prototype, method, descriptor);
+    }
+  };
+}
+
+export const GENERATOR_SERVICE_NAME = "Generator";

@@ -1,6 +1,8 @@
 import { Metadata, status, type ServiceError, type StatusObject } from '@grpc/grpc-js';
+import { Catch, type RpcExceptionFilter } from '@nestjs/common';
+import { throwError, type Observable } from 'rxjs';
 import { ZodError } from 'zod';
-import { AppError, type ErrorCode } from '@rag/platform';
+import { AppError, Logger, type ErrorCode } from '@rag/platform';
 
 /** Trailer carrying the AppError code, so a client restores the exact code (gRPC statuses are coarser). */
 export const ERROR_CODE_TRAILER = 'x-rag-error-code';
@@ -72,4 +74,21 @@ export function fromGrpcError(e: unknown, what: string): AppError {
   const fromTrailer = typeof trailer === 'string' && isErrorCode(trailer) ? trailer : undefined;
   const code = fromTrailer ?? FROM_GRPC[e.code as status] ?? 'internal';
   return new AppError(code, `${what}: ${e.details || e.message}`, { grpc_status: status[e.code] ?? e.code });
+}
+
+const log = new Logger('grpc');
+
+/**
+ * The exception filter of the query-path gRPC controllers: whatever a handler throws (or its Observable errors with)
+ * leaves as a gRPC status — Transport.GRPC hands the object to grpc-js, so code, details and the code trailer reach
+ * the client. Without it Nest's default RPC filter would answer every failure as UNKNOWN "Internal server error".
+ */
+@Catch()
+export class GrpcErrorFilter implements RpcExceptionFilter<unknown> {
+  catch(e: unknown): Observable<never> {
+    const st = toGrpcStatus(e);
+    if (st.code === status.INTERNAL) log.error('rpc failed', { error: e });
+    else log.debug('rpc rejected', { code: status[st.code], details: st.details });
+    return throwError(() => st);
+  }
 }

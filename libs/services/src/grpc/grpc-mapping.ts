@@ -1,14 +1,17 @@
 import { z } from 'zod';
-import type { GenerationResult, RetrieveRequest } from '@rag/application';
-import { FiltersSchema, RagV1, SearchModeSchema, TenantSchema, type Degraded, type Filters, type RetrievalResult, type ScoredChunk, type SearchScope } from '@rag/contracts';
+import type { RetrieveRequest } from '@rag/application';
+import { FiltersSchema, SearchModeSchema, TenantSchema, type Degraded, type Filters, type RagV1, type RetrievalResult, type ScoredChunk, type SearchScope } from '@rag/contracts';
 import { validateFilterKeys } from '@rag/domain';
 import { AppError } from '@rag/platform';
 import type { EmbedInputType } from '@rag/ports';
 
 /*
- * Conversions between the wire messages (libs/contracts/src/generated) and the TypeScript contracts, with the
- * server-side validation of every request: a malformed request is an AppError('invalid_request') that the server
- * turns into INVALID_ARGUMENT.
+ * The edge between the wire messages (rag.proto, typed by the generated RagV1 interfaces) and the use cases. The
+ * application works on the generated messages except where the wire encodes something proto3 cannot type:
+ * - ScoredChunk's optional texts: proto3 implicit presence ('' = absent; `optional` would break buf FILE checks);
+ * - RetrieveRequest: filters travel as JSON (`filters_json`, arbitrary typed values), the vector as Float32Array,
+ *   and "no ACL restriction" as `unrestricted` (an empty repeated field cannot say "absent").
+ * Every incoming request is validated here: a malformed one is an AppError('invalid_request') → INVALID_ARGUMENT.
  */
 
 const MAX_TEXT = 100_000;
@@ -27,19 +30,21 @@ function parse<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
   return r.data;
 }
 
-// ---------- ScoredChunk ----------
+// ---------- ScoredChunk: explicit presence of parent_text / source_url ----------
 
-export function toWireChunk(c: ScoredChunk): RagV1.ScoredChunk {
-  return {
-    chunk_id: c.chunk_id,
-    document_id: c.document_id,
-    title: c.title,
-    text: c.text,
-    score: c.score,
-    parent_text: c.parent_text ?? '',
-    source_url: c.source_url ?? '',
-    heading_path: c.heading_path,
-  };
+export const toWireChunk = (c: ScoredChunk): RagV1.ScoredChunk => ({
+  chunk_id: c.chunk_id,
+  document_id: c.document_id,
+  title: c.title,
+  text: c.text,
+  score: c.score,
+  heading_path: c.heading_path,
+  parent_text: c.parent_text ?? '',
+  source_url: c.source_url ?? '',
+});
+
+export function fromWireChunk({ parent_text, source_url, ...c }: RagV1.ScoredChunk): ScoredChunk {
+  return { ...c, ...(parent_text ? { parent_text } : {}), ...(source_url ? { source_url } : {}) };
 }
 
 const WireChunkSchema = z.object({
@@ -53,48 +58,23 @@ const WireChunkSchema = z.object({
   heading_path: z.array(z.string().max(MAX_TEXT)).max(64),
 });
 
-/** Empty strings on the wire are absent optional fields. */
-export function fromWireChunk(c: RagV1.ScoredChunk): ScoredChunk {
-  return {
-    chunk_id: c.chunk_id,
-    document_id: c.document_id,
-    title: c.title,
-    text: c.text,
-    score: c.score,
-    heading_path: c.heading_path,
-    ...(c.parent_text ? { parent_text: c.parent_text } : {}),
-    ...(c.source_url ? { source_url: c.source_url } : {}),
-  };
-}
-
-const chunksFromWire = (chunks: RagV1.ScoredChunk[], what: string): ScoredChunk[] =>
-  parse(z.array(WireChunkSchema).max(MAX_ITEMS), chunks, what).map(fromWireChunk);
+const chunksFromWire = (chunks: RagV1.ScoredChunk[], what: string): ScoredChunk[] => parse(z.array(WireChunkSchema).max(MAX_ITEMS), chunks, what).map(fromWireChunk);
 
 // ---------- Embed ----------
-
-export interface EmbedCall {
-  texts: string[];
-  inputType: EmbedInputType;
-}
 
 const EmbedRequestSchema = z.object({
   texts: z.array(z.string().max(MAX_TEXT)).min(1, 'texts must not be empty').max(1024),
   input_type: z.enum(['', 'query', 'passage']),
 });
 
-export function embedRequestFromWire(req: RagV1.EmbedRequest): EmbedCall {
+export function embedRequestFromWire(req: RagV1.EmbedRequest): { texts: string[]; inputType: EmbedInputType } {
   const r = parse(EmbedRequestSchema, req, 'invalid Embed request');
   return { texts: r.texts, inputType: r.input_type === 'passage' ? 'passage' : 'query' };
-}
-
-export function embedResponseToWire(model: string, dim: number, vectors: Float32Array[]): RagV1.EmbedResponse {
-  return { model, dim, embeddings: vectors.map((v) => ({ values: Array.from(v) })) };
 }
 
 // ---------- Retrieve ----------
 
 export function retrieveRequestToWire(req: RetrieveRequest): RagV1.RetrieveRequest {
-  const unrestricted = req.scope.principals === undefined;
   return {
     query: req.query,
     vector: req.vector ? Array.from(req.vector) : [],
@@ -102,7 +82,7 @@ export function retrieveRequestToWire(req: RetrieveRequest): RagV1.RetrieveReque
     candidates: req.candidates,
     filters_json: req.filters && Object.keys(req.filters).length > 0 ? JSON.stringify(req.filters) : '',
     mode: req.mode,
-    scope: { tenant: req.scope.tenant, principals: req.scope.principals ?? [], unrestricted },
+    scope: { tenant: req.scope.tenant, principals: req.scope.principals ?? [], unrestricted: req.scope.principals === undefined },
   };
 }
 
@@ -153,44 +133,19 @@ export function retrieveRequestFromWire(req: RagV1.RetrieveRequest): RetrieveReq
   };
 }
 
-export function retrievalToWire(r: RetrievalResult): RagV1.RetrieveResponse {
-  return { results: r.results.map(toWireChunk), degraded: r.degraded, timings_ms: { ...r.timings_ms } };
-}
+export const retrievalToWire = (r: RetrievalResult): RagV1.RetrieveResponse => ({ ...r, results: r.results.map(toWireChunk), timings_ms: { ...r.timings_ms } });
+export const retrievalFromWire = (r: RagV1.RetrieveResponse): RetrievalResult => ({ results: r.results.map(fromWireChunk), degraded: toDegraded(r.degraded), timings_ms: { ...r.timings_ms } });
 
-export function retrievalFromWire(r: RagV1.RetrieveResponse): RetrievalResult {
-  return { results: r.results.map(fromWireChunk), degraded: toDegraded(r.degraded), timings_ms: { ...r.timings_ms } };
-}
+// ---------- Rerank / Generate ----------
 
-// ---------- Rerank ----------
+const RerankRequestSchema = z.object({ query: z.string().max(MAX_TEXT), top_n: z.number().int().min(0).max(MAX_ITEMS) });
 
-export interface RerankInput {
-  query: string;
-  candidates: ScoredChunk[];
-  topN: number;
-}
-
-const RerankRequestSchema = z.object({
-  query: z.string().max(MAX_TEXT),
-  top_n: z.number().int().min(0).max(MAX_ITEMS),
-});
-
-export function rerankRequestFromWire(req: RagV1.RerankRequest): RerankInput {
+export function rerankRequestFromWire(req: RagV1.RerankRequest): { query: string; candidates: ScoredChunk[]; topN: number } {
   const r = parse(RerankRequestSchema, { query: req.query, top_n: req.top_n }, 'invalid Rerank request');
   return { query: r.query, topN: r.top_n, candidates: chunksFromWire(req.candidates, 'invalid Rerank candidates') };
 }
 
-// ---------- Generate ----------
-
-export interface GenerateInput {
-  question: string;
-  sources: ScoredChunk[];
-}
-
-export function generateRequestFromWire(req: RagV1.GenerateRequest): GenerateInput {
+export function generateRequestFromWire(req: RagV1.GenerateRequest): { question: string; sources: ScoredChunk[] } {
   const question = parse(z.string().max(MAX_TEXT), req.question, 'invalid Generate request: question');
   return { question, sources: chunksFromWire(req.sources, 'invalid Generate sources') };
-}
-
-export function generationFinalToWire(g: GenerationResult): RagV1.GenerateChunk {
-  return { delta: '', done: true, refused: g.refused, cited_refs: g.cited_refs, degraded: g.degraded, answer: g.answer };
 }

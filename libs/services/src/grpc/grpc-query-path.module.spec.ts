@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { Global, Module, type DynamicModule, type INestApplicationContext } from '@nestjs/common';
+import { Global, Module, type DynamicModule, type INestApplication, type INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { QueryOrchestrator, type RerankCall } from '@rag/application';
 import { loadConfig, setLogLevel, type AppConfig } from '@rag/platform';
@@ -10,11 +10,11 @@ import { GatewayModule } from '../gateway/gateway.module';
 import { GeneratorModule } from '../generator/generator.module';
 import { RerankerModule } from '../reranker/reranker.module';
 import { RetrieverModule } from '../retriever/retriever.module';
-import { checkHealth } from './health';
-import { createLocalQueryPath, freePort } from './grpc-test-fixtures';
-import { GRPC_SERVER, GrpcQueryPathModule, GrpcServerLifecycle, GrpcServerModule } from './grpc-query-path.module';
-import { queryPathBinding, startGrpcServer, type RunningGrpcServer } from './grpc-server';
-import { createGrpcQueryPathClients } from './query-path.grpc.client';
+import type { QueryPathService } from '@rag/contracts';
+import { checkHealth, createLocalQueryPath, freePort, serveGrpc, type TestGrpcServer } from './grpc-test-fixtures';
+import { GrpcQueryPathModule, GrpcServerModule } from './grpc-query-path.module';
+import { connectGrpcMicroservice } from './grpc-server';
+import { createGrpcClient, grpcQueryPathCalls } from './query-path.grpc.client';
 
 setLogLevel('silent');
 
@@ -30,15 +30,25 @@ function testCore(config: AppConfig, ports: { provide: symbol; useValue: unknown
 const context = (imports: (DynamicModule | (new () => unknown))[]) =>
   NestFactory.createApplicationContext({ module: class Root {}, imports }, { logger: false, abortOnError: false });
 
+/** What runStandalone(…, { grpc: service }) does: a Nest app with GrpcServerModule, Transport.GRPC on RAG_GRPC_PORT. */
+async function grpcApp(config: AppConfig, service: QueryPathService, imports: DynamicModule[]): Promise<{ app: INestApplication; address: string | undefined }> {
+  const app = await NestFactory.create({ module: class Root {}, imports }, { logger: false, abortOnError: false });
+  const address = connectGrpcMicroservice(app, config, service);
+  await app.startAllMicroservices();
+  await app.init();
+  return { app, address };
+}
+
 describe('GrpcServerModule', () => {
   it('serves a service on RAG_GRPC_PORT from bootstrap and stops on shutdown', async () => {
     const port = await freePort();
     const config = loadConfig({ RAG_GRPC_PORT: String(port), RAG_HOST: '127.0.0.1' });
-    const ctx = await context([testCore(config, [{ provide: RERANKER, useValue: null }]), GrpcServerModule.forService('reranker', RerankerModule)]);
+    const { app: ctx, address: bound } = await grpcApp(config, 'reranker', [testCore(config, [{ provide: RERANKER, useValue: null }]), GrpcServerModule.forService('reranker', RerankerModule)]);
     const address = `127.0.0.1:${port}`;
     try {
-      expect(ctx.get<GrpcServerLifecycle>(GRPC_SERVER, { strict: false }).running?.port).toBe(port);
+      expect(bound).toBe(address);
       expect(await checkHealth(address, 'rag.v1.Reranker')).toBe('SERVING');
+      expect(await checkHealth(address)).toBe('SERVING');
       const clients = await context([testCore(loadConfig({ RAG_RERANKER_GRPC: address, RAG_RERANKER: 'cross-encoder' })), GrpcQueryPathModule]);
       try {
         const rerank = clients.get<RerankCall>(RERANK_CALL, { strict: false });
@@ -56,9 +66,10 @@ describe('GrpcServerModule', () => {
   });
 
   it('serves nothing when RAG_GRPC_PORT is 0', async () => {
-    const ctx = await context([testCore(loadConfig({}), [{ provide: RERANKER, useValue: null }]), GrpcServerModule.forService('reranker', RerankerModule)]);
+    const { app: ctx, address } = await grpcApp(loadConfig({}), 'reranker', [testCore(loadConfig({}), [{ provide: RERANKER, useValue: null }]), GrpcServerModule.forService('reranker', RerankerModule)]);
     try {
-      expect(ctx.get<GrpcServerLifecycle>(GRPC_SERVER, { strict: false }).running).toBeUndefined();
+      expect(address).toBeUndefined();
+      expect(ctx.getMicroservices()).toEqual([]);
     } finally {
       await ctx.close();
     }
@@ -67,6 +78,7 @@ describe('GrpcServerModule', () => {
   it('wires the embedder, retriever and generator modules to their services', async () => {
     const local = await createLocalQueryPath();
     const contexts: INestApplicationContext[] = [];
+    const proxies: ReturnType<typeof createGrpcClient>[] = [];
     try {
       const idle: Pick<Bus, 'subscribe'> = { subscribe: async () => undefined };
       const specs = [
@@ -86,23 +98,29 @@ describe('GrpcServerModule', () => {
       const addresses: Record<string, string> = {};
       for (const [service, mod, name, ports] of specs) {
         const port = await freePort();
-        contexts.push(await context([testCore(loadConfig({ RAG_GRPC_PORT: String(port) }), [...ports]), GrpcServerModule.forService(service, mod)]));
+        const config = loadConfig({ RAG_GRPC_PORT: String(port) });
+        contexts.push((await grpcApp(config, service, [testCore(config, [...ports]), GrpcServerModule.forService(service, mod)])).app);
         addresses[service] = `127.0.0.1:${port}`;
         expect(await checkHealth(addresses[service]!, name)).toBe('SERVING');
       }
-      const clients = createGrpcQueryPathClients(
-        loadConfig({ RAG_EMBEDDER_GRPC: addresses.embedder, RAG_RETRIEVER_GRPC: addresses.retriever, RAG_GENERATOR_GRPC: addresses.generator }),
+      const proxy = (a: string) => {
+        const c = createGrpcClient(a);
+        proxies.push(c);
+        return c;
+      };
+      const clients = grpcQueryPathCalls(
+        { embedder: proxy(addresses.embedder!), retriever: proxy(addresses.retriever!), reranker: proxy('127.0.0.1:1'), generator: proxy(addresses.generator!) },
+        loadConfig({}),
       );
-      try {
+      {
         const vector = await clients.embedding.embedQuery('panel flutter');
         const found = await clients.retrieve.retrieve({ query: 'panel flutter', vector, top_k: 3, candidates: 10, mode: 'hybrid', scope: { tenant: 'default' } });
         expect(found.results[0]?.document_id).toBe('flutter');
         const answer = await clients.generate.generate('What is panel flutter?', found.results);
         expect(answer.refused).toBe(false);
-      } finally {
-        clients.close();
       }
     } finally {
+      for (const p of proxies) p.close();
       for (const c of contexts) await c.close();
       await local.close();
     }
@@ -111,22 +129,21 @@ describe('GrpcServerModule', () => {
 
 describe('GatewayModule.register(GrpcQueryPathModule)', () => {
   let local: Awaited<ReturnType<typeof createLocalQueryPath>>;
-  let servers: RunningGrpcServer[] = [];
+  let servers: TestGrpcServer[] = [];
   beforeAll(async () => {
     local = await createLocalQueryPath();
   });
   afterAll(async () => {
-    for (const s of servers) await s.close(100);
+    for (const s of servers) await s.close();
     await local.close();
   });
 
   it('answers through the gateway orchestrator with every query-path call over gRPC', async () => {
-    const serve = (b: ReturnType<typeof queryPathBinding>) => startGrpcServer({ host: '127.0.0.1', port: 0, services: [b] });
     servers = [
-      await serve(queryPathBinding('embedder', local.embedder)),
-      await serve(queryPathBinding('retriever', local.retriever)),
-      await serve(queryPathBinding('reranker', local.reranker)),
-      await serve(queryPathBinding('generator', local.generator)),
+      await serveGrpc('embedder', local.embedder),
+      await serveGrpc('retriever', local.retriever),
+      await serveGrpc('reranker', local.reranker),
+      await serveGrpc('generator', local.generator),
     ];
     const [embedder, retriever, reranker, generator] = servers.map((s) => s.address) as [string, string, string, string];
     const config = loadConfig({ RAG_EMBEDDER_GRPC: embedder, RAG_RETRIEVER_GRPC: retriever, RAG_RERANKER_GRPC: reranker, RAG_GENERATOR_GRPC: generator, RAG_DEADLINE_MS: '5000' });
@@ -148,10 +165,10 @@ describe('GatewayModule.register(GrpcQueryPathModule)', () => {
       const filtered = await query.retrieve({ question: 'supersonic flow', filters: { team: 'structures' } }, { tenant: 'default' });
       expect(filtered.results.map((r) => r.document_id)).toEqual(['flutter']);
       // a query-path service going away: the embedder → dense degraded; the retriever → 503-mapped AppError
-      await servers[0]!.close(100);
+      await servers[0]!.close();
       const degraded = await query.retrieve({ question: 'supersonic flow' }, { tenant: 'default' });
       expect(degraded.degraded).toContain('dense');
-      await servers[1]!.close(100);
+      await servers[1]!.close();
       await expect(query.retrieve({ question: 'supersonic flow' }, { tenant: 'default' })).rejects.toMatchObject({ code: 'unavailable' });
     } finally {
       await ctx.close();

@@ -1,95 +1,85 @@
-import { Inject, Injectable, Module, type BeforeApplicationShutdown, type DynamicModule, type OnApplicationBootstrap, type OnApplicationShutdown, type Type } from '@nestjs/common';
-import type { GenerateCall, RerankCall, RetrieveCall } from '@rag/application';
-import { Logger, type AppConfig } from '@rag/platform';
-import { EMBEDDER, type Embedder } from '@rag/ports';
+import { Module, type DynamicModule, type Type } from '@nestjs/common';
+import { ClientsModule, type ClientGrpc } from '@nestjs/microservices';
+import { RAG_GRPC_SERVICES, type QueryPathService } from '@rag/contracts';
+import type { AppConfig } from '@rag/platform';
 import { CONFIG, GENERATE_CALL, QUERY_EMBEDDING, RERANK_CALL, RETRIEVE_CALL } from '../core/tokens';
-import { queryPathBinding, startGrpcServer, type GrpcServiceBinding, type QueryPathService, type RunningGrpcServer } from './grpc-server';
-import { createGrpcQueryPathClients, type GrpcQueryPathClients } from './query-path.grpc.client';
+import { EmbedderGrpcController } from '../embedder/embedder.grpc.controller';
+import { GeneratorGrpcController } from '../generator/generator.grpc.controller';
+import { RerankerGrpcController } from '../reranker/reranker.grpc.controller';
+import { RetrieverGrpcController } from '../retriever/retriever.grpc.controller';
+import { GrpcHealth } from './grpc-server';
+import { grpcClientOptions, grpcQueryPathCalls } from './query-path.grpc.client';
 
-export const GRPC_QUERY_PATH_CLIENTS = Symbol('GRPC_QUERY_PATH_CLIENTS');
+/** ClientsModule names of the four query-path clients. */
+export const GRPC_CLIENTS = {
+  embedder: 'EMBEDDER_GRPC_CLIENT',
+  retriever: 'RETRIEVER_GRPC_CLIENT',
+  reranker: 'RERANKER_GRPC_CLIENT',
+  generator: 'GENERATOR_GRPC_CLIENT',
+} as const satisfies Record<QueryPathService, string>;
 
-@Injectable()
-class GrpcClientsLifecycle implements OnApplicationShutdown {
-  constructor(@Inject(GRPC_QUERY_PATH_CLIENTS) private readonly clients: GrpcQueryPathClients) {}
-  onApplicationShutdown(): void {
-    this.clients.close();
-  }
-}
+const ADDRESS: Record<QueryPathService, keyof AppConfig> = {
+  embedder: 'RAG_EMBEDDER_GRPC',
+  retriever: 'RAG_RETRIEVER_GRPC',
+  reranker: 'RAG_RERANKER_GRPC',
+  generator: 'RAG_GENERATOR_GRPC',
+};
+
+const SERVICES = Object.keys(GRPC_CLIENTS) as QueryPathService[];
+const CALLS = Symbol('GRPC_QUERY_PATH_CALLS');
 
 /**
- * The query path as gRPC clients of the embedder, retriever, reranker and generator processes (addresses from
+ * The query path as ClientGrpc clients of the embedder, retriever, reranker and generator processes (addresses from
  * RAG_*_GRPC, RAG_DEADLINE_MS per call): the distributed gateway uses `GatewayModule.register(GrpcQueryPathModule)`.
+ * ClientsModule closes the channels on shutdown.
  */
 @Module({
+  imports: [
+    ClientsModule.registerAsync(
+      SERVICES.map((s) => ({
+        name: GRPC_CLIENTS[s],
+        useFactory: (c: AppConfig) => grpcClientOptions(String(c[ADDRESS[s]])),
+        inject: [CONFIG],
+      })),
+    ),
+  ],
   providers: [
-    { provide: GRPC_QUERY_PATH_CLIENTS, useFactory: (c: AppConfig) => createGrpcQueryPathClients(c), inject: [CONFIG] },
-    { provide: QUERY_EMBEDDING, useFactory: (c: GrpcQueryPathClients) => c.embedding, inject: [GRPC_QUERY_PATH_CLIENTS] },
-    { provide: RETRIEVE_CALL, useFactory: (c: GrpcQueryPathClients) => c.retrieve, inject: [GRPC_QUERY_PATH_CLIENTS] },
-    { provide: RERANK_CALL, useFactory: (c: GrpcQueryPathClients) => c.rerank, inject: [GRPC_QUERY_PATH_CLIENTS] },
-    { provide: GENERATE_CALL, useFactory: (c: GrpcQueryPathClients) => c.generate, inject: [GRPC_QUERY_PATH_CLIENTS] },
-    GrpcClientsLifecycle,
+    {
+      provide: CALLS,
+      useFactory: (c: AppConfig, embedder: ClientGrpc, retriever: ClientGrpc, reranker: ClientGrpc, generator: ClientGrpc) =>
+        grpcQueryPathCalls({ embedder, retriever, reranker, generator }, c),
+      inject: [CONFIG, ...SERVICES.map((s) => GRPC_CLIENTS[s])],
+    },
+    { provide: QUERY_EMBEDDING, useFactory: (c: ReturnType<typeof grpcQueryPathCalls>) => c.embedding, inject: [CALLS] },
+    { provide: RETRIEVE_CALL, useFactory: (c: ReturnType<typeof grpcQueryPathCalls>) => c.retrieve, inject: [CALLS] },
+    { provide: RERANK_CALL, useFactory: (c: ReturnType<typeof grpcQueryPathCalls>) => c.rerank, inject: [CALLS] },
+    { provide: GENERATE_CALL, useFactory: (c: ReturnType<typeof grpcQueryPathCalls>) => c.generate, inject: [CALLS] },
   ],
   exports: [QUERY_EMBEDDING, RETRIEVE_CALL, RERANK_CALL, GENERATE_CALL],
 })
 export class GrpcQueryPathModule {}
 
-/** What each service serves: the Embedder port for the embedder, the local query-path call for the others. */
-const SERVED: Record<QueryPathService, symbol> = {
-  embedder: EMBEDDER,
-  retriever: RETRIEVE_CALL,
-  reranker: RERANK_CALL,
-  generator: GENERATE_CALL,
+/** The @GrpcMethod controller of each query-path service. */
+export const GRPC_CONTROLLERS: Record<QueryPathService, Type> = {
+  embedder: EmbedderGrpcController,
+  retriever: RetrieverGrpcController,
+  reranker: RerankerGrpcController,
+  generator: GeneratorGrpcController,
 };
-
-/** Serves one query-path service on RAG_HOST:RAG_GRPC_PORT from bootstrap until shutdown (nothing when the port is 0). */
-export class GrpcServerLifecycle implements OnApplicationBootstrap, BeforeApplicationShutdown {
-  private readonly log = new Logger('grpc');
-  private server?: RunningGrpcServer;
-  constructor(
-    private readonly config: AppConfig,
-    private readonly binding: GrpcServiceBinding,
-  ) {}
-
-  /** The running server (undefined before bootstrap or when RAG_GRPC_PORT is 0). */
-  get running(): RunningGrpcServer | undefined {
-    return this.server;
-  }
-
-  async onApplicationBootstrap(): Promise<void> {
-    if (this.config.RAG_GRPC_PORT === 0) {
-      this.log.info('RAG_GRPC_PORT is 0: not serving gRPC', { service: this.binding.name });
-      return;
-    }
-    this.server = await startGrpcServer({ host: this.config.RAG_HOST, port: this.config.RAG_GRPC_PORT, services: [this.binding], logger: this.log });
-  }
-
-  /** Before the stores close: health NOT_SERVING, in-flight calls finish (5 s at most). */
-  async beforeApplicationShutdown(): Promise<void> {
-    await this.server?.close(5_000);
-  }
-}
-
-export const GRPC_SERVER = Symbol('GRPC_SERVER');
 
 export class GrpcServerModule {
   /**
-   * Serves `service` over gRPC when RAG_GRPC_PORT is set: `serviceModule` is the module providing its local call
-   * (RetrieverModule, RerankerModule, GeneratorModule; EmbedderModule — the embedder serves the Embedder port of
-   * CoreModule). E.g. `runStandalone('retriever', [GrpcServerModule.forService('retriever', RetrieverModule)], …)`.
+   * The gRPC side of `service`: its controller over the local call `serviceModule` provides (RetrieverModule,
+   * RerankerModule, GeneratorModule; EmbedderModule — the embedder serves the Embedder port of CoreModule) and its
+   * grpc.health.v1 state. runStandalone(…, { grpc: service }) serves it on RAG_GRPC_PORT through Transport.GRPC.
    */
   static forService(service: QueryPathService, serviceModule: Type | DynamicModule): DynamicModule {
     return {
       module: GrpcServerModule,
       imports: [serviceModule],
-      providers: [
-        {
-          provide: GRPC_SERVER,
-          useFactory: (config: AppConfig, impl: Embedder | RetrieveCall | RerankCall | GenerateCall) =>
-            new GrpcServerLifecycle(config, queryPathBinding(service, impl)),
-          inject: [CONFIG, SERVED[service]],
-        },
-      ],
-      exports: [GRPC_SERVER],
+      controllers: [GRPC_CONTROLLERS[service]],
+      providers: [{ provide: GrpcHealth, useFactory: () => new GrpcHealth(RAG_GRPC_SERVICES[service]) }],
+      exports: [GrpcHealth],
     };
   }
 }

@@ -1,90 +1,102 @@
-import { Server, ServerCredentials, type ServiceDefinition, type UntypedServiceImplementation } from '@grpc/grpc-js';
-import type { GenerateCall, RerankCall, RetrieveCall } from '@rag/application';
-import { RagV1 } from '@rag/contracts';
-import { Logger } from '@rag/platform';
-import type { Embedder } from '@rag/ports';
-import { HealthService, healthServiceDefinition } from './health';
-import { embedderGrpcController, generatorGrpcController, rerankerGrpcController, retrieverGrpcController } from './query-path.grpc.controller';
+import type { Server } from '@grpc/grpc-js';
+import { Injectable, type BeforeApplicationShutdown, type INestApplication } from '@nestjs/common';
+import { Transport, type GrpcOptions } from '@nestjs/microservices';
+import { HealthImplementation, type ServingStatus } from 'grpc-health-check';
+import { GRPC_LOADER_OPTIONS, RAG_GRPC_PACKAGE, RAG_GRPC_SERVICES, RAG_PROTO_PATH, type QueryPathService } from '@rag/contracts';
+import { AppError, Logger, type AppConfig } from '@rag/platform';
 
 /** Largest message either side accepts (a Retrieve response carries up to RAG_CANDIDATES chunks with parent text). */
 export const GRPC_MAX_MESSAGE_BYTES = 32 * 1024 * 1024;
 
-export interface GrpcServiceBinding {
-  /** Fully qualified service name, also its name in the health service (e.g. `rag.v1.Retriever`). */
-  name: string;
-  definition: ServiceDefinition;
-  implementation: UntypedServiceImplementation;
-}
+/**
+ * grpc.health.v1 of one query-path server (the maintained grpc-health-check implementation: Check and Watch, for
+ * Kubernetes grpc probes and grpc_health_probe): SERVING for '' and the service's full name from the start of the
+ * server; on shutdown NOT_SERVING first, then the server drains its in-flight calls.
+ */
+@Injectable()
+export class GrpcHealth implements BeforeApplicationShutdown {
+  private readonly log = new Logger('grpc');
+  readonly implementation: HealthImplementation;
+  private server?: Server;
+  private drained?: Promise<void>;
 
-export type QueryPathService = 'embedder' | 'retriever' | 'reranker' | 'generator';
+  constructor(readonly serviceName: string) {
+    this.implementation = new HealthImplementation({ '': 'SERVING', [serviceName]: 'SERVING' });
+  }
 
-/** What each query-path service exposes, keyed by service; `impl` is its local service (or the Embedder port). */
-export function queryPathBinding(service: 'embedder', impl: Embedder): GrpcServiceBinding;
-export function queryPathBinding(service: 'retriever', impl: RetrieveCall): GrpcServiceBinding;
-export function queryPathBinding(service: 'reranker', impl: RerankCall): GrpcServiceBinding;
-export function queryPathBinding(service: 'generator', impl: GenerateCall): GrpcServiceBinding;
-export function queryPathBinding(service: QueryPathService, impl: Embedder | RetrieveCall | RerankCall | GenerateCall): GrpcServiceBinding;
-export function queryPathBinding(service: QueryPathService, impl: Embedder | RetrieveCall | RerankCall | GenerateCall): GrpcServiceBinding {
-  switch (service) {
-    case 'embedder':
-      return { name: RagV1.EmbedderClient.serviceName, definition: RagV1.EmbedderService, implementation: embedderGrpcController(impl as Embedder) };
-    case 'retriever':
-      return { name: RagV1.RetrieverClient.serviceName, definition: RagV1.RetrieverService, implementation: retrieverGrpcController(impl as RetrieveCall) };
-    case 'reranker':
-      return { name: RagV1.RerankerClient.serviceName, definition: RagV1.RerankerService, implementation: rerankerGrpcController(impl as RerankCall) };
-    case 'generator':
-      return { name: RagV1.GeneratorClient.serviceName, definition: RagV1.GeneratorService, implementation: generatorGrpcController(impl as GenerateCall) };
-    default: {
-      const never: never = service;
-      throw new Error(`unknown query-path service ${String(never)}`);
-    }
+  /** Transport.GRPC's onLoadPackageDefinition hook: adds the health service to the grpc-js server Nest created. */
+  attach(server: Server): void {
+    this.implementation.addToServer(server);
+    this.server = server;
+  }
+
+  set(status: ServingStatus): void {
+    for (const name of ['', this.serviceName]) this.implementation.setStatus(name, status);
+  }
+
+  /** Health → NOT_SERVING, then up to `graceMs` for in-flight calls before they are cancelled (before the stores close). */
+  drain(graceMs = 5_000): Promise<void> {
+    const server = this.server;
+    if (!server) return Promise.resolve();
+    this.drained ??= new Promise<void>((resolve) => {
+      this.set('NOT_SERVING');
+      const force = setTimeout(() => {
+        server.forceShutdown();
+        resolve();
+      }, graceMs);
+      server.tryShutdown(() => {
+        clearTimeout(force);
+        resolve();
+      });
+    }).then(() => this.log.info('gRPC server stopped', { service: this.serviceName }));
+    return this.drained;
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    await this.drain();
   }
 }
 
-export interface RunningGrpcServer {
-  /** The bound port (the real one when 0 was asked). */
-  port: number;
-  /** `host:port` for clients. */
-  address: string;
-  health: HealthService;
-  /** Health → NOT_SERVING, then waits up to `graceMs` for in-flight calls before cancelling them. */
-  close(graceMs?: number): Promise<void>;
-}
-
-/** Starts a grpc-js server with the given services plus grpc.health.v1 on host:port (insecure; loopback or mesh). */
-export async function startGrpcServer(opts: { host: string; port: number; services: GrpcServiceBinding[]; logger?: Logger }): Promise<RunningGrpcServer> {
-  const log = opts.logger ?? new Logger('grpc');
-  const server = new Server({
-    'grpc.max_receive_message_length': GRPC_MAX_MESSAGE_BYTES,
-    'grpc.max_send_message_length': GRPC_MAX_MESSAGE_BYTES,
-  });
-  const health = new HealthService({ '': 'SERVING', ...Object.fromEntries(opts.services.map((s) => [s.name, 'SERVING' as const])) });
-  for (const s of opts.services) server.addService(s.definition, s.implementation);
-  server.addService(healthServiceDefinition(), health.implementation());
-  const host = opts.host.includes(':') && !opts.host.startsWith('[') ? `[${opts.host}]` : opts.host;
-  const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(`${host}:${opts.port}`, ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
-  );
-  const address = `${host}:${port}`;
-  log.info('gRPC server listening', { address, services: opts.services.map((s) => s.name) });
-  let closed: Promise<void> | undefined;
+/** Transport.GRPC options of one query-path service on RAG_HOST:RAG_GRPC_PORT, rag.proto loaded as the contracts say. */
+export function grpcServerOptions(config: Pick<AppConfig, 'RAG_HOST' | 'RAG_GRPC_PORT'>, health: GrpcHealth): GrpcOptions {
+  const host = config.RAG_HOST.includes(':') && !config.RAG_HOST.startsWith('[') ? `[${config.RAG_HOST}]` : config.RAG_HOST;
   return {
-    port,
-    address,
-    health,
-    close(graceMs = 5_000) {
-      closed ??= new Promise<void>((resolve) => {
-        health.shutdown();
-        const force = setTimeout(() => {
-          server.forceShutdown();
-          resolve();
-        }, graceMs);
-        server.tryShutdown(() => {
-          clearTimeout(force);
-          resolve();
-        });
-      });
-      return closed;
+    transport: Transport.GRPC,
+    options: {
+      package: RAG_GRPC_PACKAGE,
+      protoPath: RAG_PROTO_PATH,
+      loader: GRPC_LOADER_OPTIONS,
+      url: `${host}:${config.RAG_GRPC_PORT}`,
+      maxReceiveMessageLength: GRPC_MAX_MESSAGE_BYTES,
+      maxSendMessageLength: GRPC_MAX_MESSAGE_BYTES,
+      onLoadPackageDefinition: (_pkg: unknown, server: Server) => health.attach(server),
     },
   };
+}
+
+/**
+ * Connects Transport.GRPC serving the app's gRPC controllers (GrpcServerModule.forService) on RAG_GRPC_PORT; nothing
+ * when the port is 0. Returns the address, or undefined. The caller starts it with `app.startAllMicroservices()` —
+ * once, after every transport of the process is connected (a second call would listen twice).
+ */
+export function connectGrpcMicroservice(app: INestApplication, config: AppConfig, service: QueryPathService): string | undefined {
+  const log = new Logger('grpc');
+  const name = RAG_GRPC_SERVICES[service];
+  if (config.RAG_GRPC_PORT === 0) {
+    log.info('RAG_GRPC_PORT is 0: not serving gRPC', { service: name });
+    return undefined;
+  }
+  const options = grpcServerOptions(config, app.get(GrpcHealth, { strict: false }));
+  app.connectMicroservice<GrpcOptions>(options, { inheritAppConfig: true });
+  log.info('gRPC server configured', { address: options.options.url, service: name });
+  return options.options.url;
+}
+
+/** Aborted when the caller cancels or its deadline passes (grpc-js emits `cancelled`), so the local service stops. */
+export function callSignal(call: { cancelled: boolean; once(event: 'cancelled', fn: () => void): unknown } | undefined, method: string): AbortSignal {
+  const ac = new AbortController();
+  const abort = () => ac.abort(new AppError('deadline_exceeded', `${method} cancelled by the caller or its deadline`));
+  if (call?.cancelled) abort();
+  else call?.once('cancelled', abort);
+  return ac.signal;
 }

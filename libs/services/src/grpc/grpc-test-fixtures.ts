@@ -17,7 +17,17 @@ import {
 } from '@rag/application';
 import { Topic } from '@rag/contracts';
 import { DEFAULT_CHUNK_OPTIONS } from '@rag/domain';
-import type { Llm } from '@rag/ports';
+import { credentials, makeClientConstructor, Metadata, type Client, type ServiceDefinition, type ServiceError } from '@grpc/grpc-js';
+import { Module } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import type { MicroserviceOptions } from '@nestjs/microservices';
+import { service as healthServiceDefinition, type ServingStatus } from 'grpc-health-check';
+import type { GenerateCall, RerankCall, RetrieveCall } from '@rag/application';
+import { RAG_GRPC_SERVICES, type QueryPathService } from '@rag/contracts';
+import { EMBEDDER, type Embedder, type Llm } from '@rag/ports';
+import { GENERATE_CALL, RERANK_CALL, RETRIEVE_CALL } from '../core/tokens';
+import { GRPC_CONTROLLERS } from './grpc-query-path.module';
+import { GrpcHealth, grpcServerOptions } from './grpc-server';
 
 /**
  * Test-only: the real local query-path services over real embedded adapters in a temp folder, with a few documents
@@ -90,6 +100,76 @@ export function scriptedLlm(pieces: string[]): Llm {
     },
     async complete() {
       return { text: pieces.join('') };
+    },
+  };
+}
+
+/** What each query-path controller serves: the Embedder port for the embedder, the local call for the others. */
+interface Served {
+  embedder: Embedder;
+  retriever: RetrieveCall;
+  reranker: RerankCall;
+  generator: GenerateCall;
+}
+const SERVED_TOKEN: Record<QueryPathService, symbol> = { embedder: EMBEDDER, retriever: RETRIEVE_CALL, reranker: RERANK_CALL, generator: GENERATE_CALL };
+
+export interface TestGrpcServer {
+  address: string;
+  health: GrpcHealth;
+  close(): Promise<void>;
+}
+
+/** A real Transport.GRPC microservice with the service's @GrpcMethod controller around `impl`, on a free loopback port. */
+export async function serveGrpc<S extends QueryPathService>(service: S, impl: Served[S]): Promise<TestGrpcServer> {
+  const port = await freePort();
+  const health = new GrpcHealth(RAG_GRPC_SERVICES[service]);
+  @Module({
+    controllers: [GRPC_CONTROLLERS[service]],
+    providers: [
+      { provide: SERVED_TOKEN[service], useValue: impl },
+      { provide: GrpcHealth, useValue: health },
+    ],
+  })
+  class TestGrpcModule {}
+  const app = await NestFactory.createMicroservice<MicroserviceOptions>(TestGrpcModule, {
+    ...grpcServerOptions({ RAG_HOST: '127.0.0.1', RAG_GRPC_PORT: port }, health),
+    logger: false,
+  });
+  await app.listen();
+  let closed: Promise<void> | undefined;
+  return { address: `127.0.0.1:${port}`, health, close: () => (closed ??= app.close()) };
+}
+
+const HealthClient = makeClientConstructor(healthServiceDefinition as unknown as ServiceDefinition, 'Health');
+
+/** One grpc.health.v1 Check against a server (rejects with the ServiceError, e.g. NOT_FOUND for an unknown name). */
+export function checkHealth(address: string, service = '', deadlineMs = 2_000): Promise<ServingStatus> {
+  const client = new HealthClient(address, credentials.createInsecure()) as unknown as Client & {
+    check(req: { service: string }, md: Metadata, o: { deadline: number }, cb: (e: ServiceError | null, r?: { status: ServingStatus }) => void): void;
+  };
+  return new Promise<ServingStatus>((resolve, reject) =>
+    client.check({ service }, new Metadata(), { deadline: Date.now() + deadlineMs }, (err, res) => {
+      client.close();
+      if (err) reject(err);
+      else resolve(res?.status ?? 'UNKNOWN');
+    }),
+  );
+}
+
+/** A grpc.health.v1 Watch: every status the server streams, in order, until `close()`. */
+export function watchHealth(address: string, service = ''): { statuses: ServingStatus[]; close(): void } {
+  const client = new HealthClient(address, credentials.createInsecure()) as unknown as Client & {
+    watch(req: { service: string }): NodeJS.EventEmitter & { cancel(): void };
+  };
+  const statuses: ServingStatus[] = [];
+  const call = client.watch({ service });
+  call.on('data', (r: { status: ServingStatus }) => statuses.push(r.status));
+  call.on('error', () => undefined);
+  return {
+    statuses,
+    close() {
+      call.cancel();
+      client.close();
     },
   };
 }

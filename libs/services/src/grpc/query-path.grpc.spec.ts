@@ -1,11 +1,11 @@
-import { credentials, Metadata, status, type ServiceError } from '@grpc/grpc-js';
+import { Metadata, status, type ServiceError } from '@grpc/grpc-js';
+import type { ClientGrpcProxy } from '@nestjs/microservices';
+import { firstValueFrom, type Observable } from 'rxjs';
 import { QueryOrchestrator, type RetrieveCall, type RetrieveRequest } from '@rag/application';
-import { RagV1, type ScoredChunk } from '@rag/contracts';
+import type { RagV1, ScoredChunk } from '@rag/contracts';
 import { AppError, setLogLevel } from '@rag/platform';
-import { checkHealth } from './health';
-import { createLocalQueryPath, freePort, scriptedLlm } from './grpc-test-fixtures';
-import { queryPathBinding, startGrpcServer, type RunningGrpcServer } from './grpc-server';
-import { GrpcGenerateClient, GrpcQueryEmbeddingClient, GrpcRerankClient, GrpcRetrieveClient } from './query-path.grpc.client';
+import { checkHealth, createLocalQueryPath, freePort, scriptedLlm, serveGrpc, watchHealth, type TestGrpcServer } from './grpc-test-fixtures';
+import { createGrpcClient, GrpcGenerateClient, GrpcQueryEmbeddingClient, GrpcRerankClient, GrpcRetrieveClient } from './query-path.grpc.client';
 
 setLogLevel('silent');
 
@@ -35,31 +35,55 @@ async function expectAppError(p: Promise<unknown>, code: string): Promise<AppErr
   return e as AppError;
 }
 
-describe('query path over gRPC (real grpc-js servers around the real local services)', () => {
+/** ClientGrpc proxies opened by a test, closed after it. */
+const opened: ClientGrpcProxy[] = [];
+const grpcClient = (address: string): ClientGrpcProxy => {
+  const c = createGrpcClient(address);
+  opened.push(c);
+  return c;
+};
+afterEach(() => {
+  for (const c of opened.splice(0)) c.close();
+});
+
+/** A raw generated-interface call (no mapping, no validation on the client side): the server's status as the error. */
+function rawCall<Res>(start: () => Observable<Res>): Promise<ServiceError> {
+  return firstValueFrom(start()).then(
+    () => Promise.reject(new Error('expected an error')),
+    (err: ServiceError) => err,
+  );
+}
+
+describe('query path over gRPC (real Transport.GRPC servers around the real local services, ClientGrpc clients)', () => {
   let local: Awaited<ReturnType<typeof createLocalQueryPath>>;
-  let servers: Record<'embedder' | 'retriever' | 'reranker' | 'generator', RunningGrpcServer>;
+  let servers: Record<'embedder' | 'retriever' | 'reranker' | 'generator', TestGrpcServer>;
   let clients: { embedding: GrpcQueryEmbeddingClient; retrieve: GrpcRetrieveClient; rerank: GrpcRerankClient; generate: GrpcGenerateClient };
+  const proxies: ClientGrpcProxy[] = [];
+  const client = (address: string) => {
+    const c = createGrpcClient(address);
+    proxies.push(c);
+    return c;
+  };
 
   beforeAll(async () => {
     local = await createLocalQueryPath();
-    const serve = (b: ReturnType<typeof queryPathBinding>) => startGrpcServer({ host: '127.0.0.1', port: 0, services: [b] });
     servers = {
-      embedder: await serve(queryPathBinding('embedder', local.embedder)),
-      retriever: await serve(queryPathBinding('retriever', local.retriever)),
-      reranker: await serve(queryPathBinding('reranker', local.reranker)),
-      generator: await serve(queryPathBinding('generator', local.generator)),
+      embedder: await serveGrpc('embedder', local.embedder),
+      retriever: await serveGrpc('retriever', local.retriever),
+      reranker: await serveGrpc('reranker', local.reranker),
+      generator: await serveGrpc('generator', local.generator),
     };
     clients = {
-      embedding: new GrpcQueryEmbeddingClient({ address: servers.embedder.address, deadlineMs: 5_000 }),
-      retrieve: new GrpcRetrieveClient({ address: servers.retriever.address, deadlineMs: 5_000 }),
-      rerank: new GrpcRerankClient({ address: servers.reranker.address, deadlineMs: 5_000, available: false }),
-      generate: new GrpcGenerateClient({ address: servers.generator.address, deadlineMs: 5_000 }),
+      embedding: new GrpcQueryEmbeddingClient(client(servers.embedder.address), 5_000),
+      retrieve: new GrpcRetrieveClient(client(servers.retriever.address), 5_000),
+      rerank: new GrpcRerankClient(client(servers.reranker.address), 5_000, false),
+      generate: new GrpcGenerateClient(client(servers.generator.address), 5_000),
     };
   });
 
   afterAll(async () => {
-    for (const c of Object.values(clients ?? {})) c.close();
-    for (const s of Object.values(servers ?? {})) await s.close(100);
+    for (const c of proxies) c.close();
+    for (const s of Object.values(servers ?? {})) await s.close();
     await local?.close();
   });
 
@@ -110,23 +134,19 @@ describe('query path over gRPC (real grpc-js servers around the real local servi
   it('reranks (pass-through and degraded without a reranker) and learns availability from the server', async () => {
     const { results } = await local.retriever.retrieve({ ...baseRetrieve, mode: 'keyword' });
     // configured as if the deployment had a reranker; the server says it has none
-    const client = new GrpcRerankClient({ address: servers.reranker.address, deadlineMs: 5_000, available: true });
-    try {
-      expect(client.available).toBe(true);
-      const r = await client.rerank('supersonic flow', results, 2);
-      expect(r.results).toEqual(contract(results.slice(0, 2)));
-      expect(r.degraded).toEqual(['reranker']);
-      expect(client.available).toBe(false);
-    } finally {
-      client.close();
-    }
+    const client = new GrpcRerankClient(grpcClient(servers.reranker.address), 5_000, true);
+    expect(client.available).toBe(true);
+    const r = await client.rerank('supersonic flow', results, 2);
+    expect(r.results).toEqual(contract(results.slice(0, 2)));
+    expect(r.degraded).toEqual(['reranker']);
+    expect(client.available).toBe(false);
   });
 
   it('streams Generate deltas in order and ends with the final outcome and the evidence', async () => {
     const llm = scriptedLlm(['Crossflow ', 'vortices ', 'destabilise it [1].']);
     const withLlm = await createLocalQueryPath({ llm });
-    const server = await startGrpcServer({ host: '127.0.0.1', port: 0, services: [queryPathBinding('generator', withLlm.generator)] });
-    const client = new GrpcGenerateClient({ address: server.address, deadlineMs: 5_000 });
+    const server = await serveGrpc('generator', withLlm.generator);
+    const client = new GrpcGenerateClient(grpcClient(server.address), 5_000);
     try {
       const { results } = await withLlm.retriever.retrieve({ ...baseRetrieve, query: 'swept wing boundary layer crossflow', mode: 'keyword' });
       const deltas: string[] = [];
@@ -147,24 +167,16 @@ describe('query path over gRPC (real grpc-js servers around the real local servi
       expect(refusal.refused).toBe(true);
       expect(refusal.cited_refs).toEqual([]);
     } finally {
-      client.close();
-      await server.close(100);
+      await server.close();
       await withLlm.close();
     }
   });
 
   it('rejects bad filters, a bad mode and a missing scope with INVALID_ARGUMENT (invalid_request on the client)', async () => {
-    const raw = new RagV1.RetrieverClient(servers.retriever.address, credentials.createInsecure());
-    const call = (req: Partial<RagV1.RetrieveRequest>) =>
-      new Promise<ServiceError>((resolve, reject) =>
-        raw.retrieve(
-          RagV1.RetrieveRequest.fromPartial({ query: 'q', top_k: 5, candidates: 10, mode: 'hybrid', scope: { tenant: 'default', unrestricted: true }, ...req }),
-          new Metadata(),
-          { deadline: Date.now() + 5_000 },
-          (err) => (err ? resolve(err) : reject(new Error('expected an error'))),
-        ),
-      );
-    try {
+    const raw = grpcClient(servers.retriever.address).getService<RagV1.RetrieverClient>('Retriever');
+    const base: RagV1.RetrieveRequest = { query: 'q', vector: [], top_k: 5, candidates: 10, filters_json: '', mode: 'hybrid', scope: { tenant: 'default', principals: [], unrestricted: true } };
+    const call = (req: Partial<RagV1.RetrieveRequest>) => rawCall(() => raw.retrieve({ ...base, ...req }, new Metadata()));
+    {
       for (const bad of [
         { filters_json: 'not json' },
         { filters_json: '{"bad key!": 1}' },
@@ -180,19 +192,14 @@ describe('query path over gRPC (real grpc-js servers around the real local servi
       expect((await call({ filters_json: 'not json' })).details).toMatch(/filters_json/);
       const e = await expectAppError(clients.retrieve.retrieve({ ...baseRetrieve, filters: { 'bad key!': 'x' } }), 'invalid_request');
       expect(e.message).toMatch(/bad key!/);
-    } finally {
-      raw.close();
     }
   });
 
   it('rejects an empty Embed request with INVALID_ARGUMENT', async () => {
-    const raw = new RagV1.EmbedderClient(servers.embedder.address, credentials.createInsecure());
-    try {
-      const err = await new Promise<ServiceError | null>((resolve) => raw.embed({ texts: [], input_type: 'query' }, (e) => resolve(e)));
-      expect(err?.code).toBe(status.INVALID_ARGUMENT);
-    } finally {
-      raw.close();
-    }
+    const raw = grpcClient(servers.embedder.address).getService<RagV1.EmbedderClient>('Embedder');
+    const err = await rawCall(() => raw.embed({ texts: [], input_type: 'query' }));
+    expect(err.code).toBe(status.INVALID_ARGUMENT);
+    expect(err.details).toMatch(/texts must not be empty/);
   });
 
   it('serves grpc.health.v1 for the server and each service', async () => {
@@ -216,23 +223,22 @@ describe('gRPC failures as AppErrors', () => {
 
   it('reports deadline_exceeded when the call outlives its deadline, and the server sees the cancellation', async () => {
     const seen = { aborted: false };
-    const server = await startGrpcServer({ host: '127.0.0.1', port: 0, services: [queryPathBinding('retriever', slowRetriever(2_000, seen))] });
-    const client = new GrpcRetrieveClient({ address: server.address, deadlineMs: 150 });
+    const server = await serveGrpc('retriever', slowRetriever(2_000, seen));
+    const client = new GrpcRetrieveClient(grpcClient(server.address), 150);
     try {
       const started = Date.now();
       await expectAppError(client.retrieve(baseRetrieve), 'deadline_exceeded');
       expect(Date.now() - started).toBeLessThan(1_500);
       await vi.waitFor(() => expect(seen.aborted).toBe(true));
     } finally {
-      client.close();
-      await server.close(100);
+      await server.close();
     }
   });
 
   it("cancels the call when the caller's AbortSignal fires", async () => {
     const seen = { aborted: false };
-    const server = await startGrpcServer({ host: '127.0.0.1', port: 0, services: [queryPathBinding('retriever', slowRetriever(2_000, seen))] });
-    const client = new GrpcRetrieveClient({ address: server.address, deadlineMs: 10_000 });
+    const server = await serveGrpc('retriever', slowRetriever(2_000, seen));
+    const client = new GrpcRetrieveClient(grpcClient(server.address), 10_000);
     try {
       const ac = new AbortController();
       setTimeout(() => ac.abort(new AppError('deadline_exceeded', 'retrieval did not finish within 100 ms')), 100);
@@ -243,32 +249,23 @@ describe('gRPC failures as AppErrors', () => {
       pre.abort();
       await expectAppError(client.retrieve(baseRetrieve, pre.signal), 'deadline_exceeded');
     } finally {
-      client.close();
-      await server.close(100);
+      await server.close();
     }
   });
 
   it('reports unavailable when the server is down, for unary and streaming calls', async () => {
     const port = await freePort();
-    const retrieve = new GrpcRetrieveClient({ address: `127.0.0.1:${port}`, deadlineMs: 3_000 });
-    const generate = new GrpcGenerateClient({ address: `127.0.0.1:${port}`, deadlineMs: 3_000 });
-    const embed = new GrpcQueryEmbeddingClient({ address: `127.0.0.1:${port}`, deadlineMs: 3_000 });
-    try {
-      await expectAppError(retrieve.retrieve(baseRetrieve), 'unavailable');
-      await expectAppError(generate.generate('q', []), 'unavailable');
-      await expectAppError(embed.embedQuery('q'), 'unavailable');
-    } finally {
-      retrieve.close();
-      generate.close();
-      embed.close();
-    }
+    const down = grpcClient(`127.0.0.1:${port}`);
+    await expectAppError(new GrpcRetrieveClient(down, 3_000).retrieve(baseRetrieve), 'unavailable');
+    await expectAppError(new GrpcGenerateClient(down, 3_000).generate('q', []), 'unavailable');
+    await expectAppError(new GrpcQueryEmbeddingClient(down, 3_000).embedQuery('q'), 'unavailable');
   });
 
   it('keeps the server-side AppError code (not_found, internal) across the wire', async () => {
     let error: unknown = new AppError('not_found', 'no such index');
     const failing: RetrieveCall = { retrieve: async () => Promise.reject(error) };
-    const server = await startGrpcServer({ host: '127.0.0.1', port: 0, services: [queryPathBinding('retriever', failing)] });
-    const client = new GrpcRetrieveClient({ address: server.address, deadlineMs: 5_000 });
+    const server = await serveGrpc('retriever', failing);
+    const client = new GrpcRetrieveClient(grpcClient(server.address), 5_000);
     try {
       const e = await expectAppError(client.retrieve(baseRetrieve), 'not_found');
       expect(e.message).toMatch(/no such index/);
@@ -277,25 +274,47 @@ describe('gRPC failures as AppErrors', () => {
       error = new AppError('unavailable', 'opensearch is down');
       await expectAppError(client.retrieve(baseRetrieve), 'unavailable');
     } finally {
-      client.close();
-      await server.close(100);
+      await server.close();
+    }
+  });
+
+  it('on shutdown: health turns NOT_SERVING first, the in-flight call still answers, then the port closes', async () => {
+    let release!: () => void;
+    const seen = { started: false };
+    const held: RetrieveCall = {
+      retrieve: () =>
+        new Promise((resolve) => {
+          seen.started = true;
+          release = () => resolve({ results: [], degraded: ['keyword'], timings_ms: {} });
+        }),
+    };
+    const server = await serveGrpc('retriever', held);
+    const watch = watchHealth(server.address, 'rag.v1.Retriever');
+    try {
+      await vi.waitFor(() => expect(watch.statuses).toEqual(['SERVING']));
+      const inFlight = new GrpcRetrieveClient(grpcClient(server.address), 10_000).retrieve(baseRetrieve);
+      await vi.waitFor(() => expect(seen.started).toBe(true));
+      const drained = server.health.drain(2_000);
+      await vi.waitFor(() => expect(watch.statuses).toEqual(['SERVING', 'NOT_SERVING']));
+      release();
+      expect((await inFlight).degraded).toEqual(['keyword']);
+      watch.close();
+      await drained;
+      await expect(checkHealth(server.address, '', 500)).rejects.toBeDefined();
+    } finally {
+      watch.close();
+      await server.close();
     }
   });
 
   it('turns a server that stops mid-stream into an error, not a truncated answer', async () => {
-    const server = await startGrpcServer({
-      host: '127.0.0.1',
-      port: 0,
-      services: [
-        queryPathBinding('generator', {
-          generate: async (_q, _s, onDelta) => {
-            onDelta?.('partial ');
-            throw new AppError('unavailable', 'llm gone');
-          },
-        }),
-      ],
+    const server = await serveGrpc('generator', {
+      generate: async (_q, _s, onDelta) => {
+        onDelta?.('partial ');
+        throw new AppError('unavailable', 'llm gone');
+      },
     });
-    const client = new GrpcGenerateClient({ address: server.address, deadlineMs: 5_000 });
+    const client = new GrpcGenerateClient(grpcClient(server.address), 5_000);
     try {
       const deltas: string[] = [];
       await expectAppError(
@@ -304,8 +323,7 @@ describe('gRPC failures as AppErrors', () => {
       );
       expect(deltas).toEqual(['partial ']);
     } finally {
-      client.close();
-      await server.close(100);
+      await server.close();
     }
   });
 });
