@@ -11,14 +11,17 @@ import { ROOT, helmTemplate, mustRun, once, parseManifests, run, tool, validateM
 
 const SERVICES = ['loader', 'chunker', 'embedder', 'indexer', 'retriever', 'reranker', 'generator', 'gateway'];
 const GRPC = new Set(['embedder', 'retriever', 'reranker', 'generator']);
-const REGISTRY_USERS = new Set(['gateway', 'indexer', 'retriever']);
+// Services that use the shared state in PostgreSQL (issue 14): they get RAG_DATABASE_URL from database.existingSecret.
+const DATABASE_USERS = new Set(['gateway', 'indexer', 'retriever']);
+/** What the database Secret (CloudNativePG's rag-pg-app, key uri) would hold. */
+const DATABASE_URI = 'postgresql://app:secret@rag-pg-rw.rag:5432/app';
 
 interface Container {
   name: string;
   image: string;
   command?: string[];
   ports?: { name: string; containerPort: number }[];
-  env?: { name: string; value?: string; valueFrom?: unknown }[];
+  env?: { name: string; value?: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } }[];
   envFrom?: { configMapRef?: { name: string }; secretRef?: { name: string } }[];
   livenessProbe?: { httpGet?: { path: string; port: string } };
   readinessProbe?: { httpGet?: { path: string; port: string } };
@@ -54,6 +57,7 @@ function containerEnv(objs: K8sObject[], c: Container, existingSecret: Record<st
     }
   }
   for (const e of c.env ?? []) if (e.value !== undefined) env[e.name] = e.value;
+  for (const e of c.env ?? []) if (e.valueFrom?.secretKeyRef?.name === 'rag-pg-app' && e.valueFrom.secretKeyRef.key === 'uri') env[e.name] = DATABASE_URI;
   return env;
 }
 
@@ -107,9 +111,14 @@ describe.each(CASES)('helm chart with $name', ({ args, existingSecret, name }) =
       expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } });
       expect(c.securityContext).toMatchObject({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } });
       expect(pod.automountServiceAccountToken).toBe(false);
-      const data = pod.volumes?.find((v) => v.name === 'data');
-      expect(Boolean(data?.persistentVolumeClaim), `${svc}: registry volume`).toBe(REGISTRY_USERS.has(svc));
+      // No pod mounts a volume that outlives it or is shared: the state is in PostgreSQL (issue 14), so every
+      // Deployment can run replicas > 1 on any node.
+      expect(pod.volumes?.filter((v) => v.persistentVolumeClaim && v.name !== 'models') ?? [], `${svc}: no state volume`).toEqual([]);
+      expect(pod.volumes?.find((v) => v.name === 'data')?.emptyDir, `${svc}: scratch data dir`).toBeDefined();
+      const db = c.env?.find((e) => e.name === 'RAG_DATABASE_URL');
+      expect(db?.valueFrom?.secretKeyRef ?? null, `${svc}: database URL from the Secret`).toEqual(DATABASE_USERS.has(svc) ? { name: 'rag-pg-app', key: 'uri' } : null);
     }
+    expect(of(objs, 'PersistentVolumeClaim')).toEqual([]);
     expect(images.size).toBe(1);
   });
 
@@ -125,6 +134,7 @@ describe.each(CASES)('helm chart with $name', ({ args, existingSecret, name }) =
       expect(cfg.RAG_VECTOR_STORE).toBe('milvus');
       expect(cfg.RAG_GRPC_PORT).toBe(GRPC.has(c.name) ? 50051 : 0);
       expect(cfg.RAG_API_KEYS || cfg.RAG_AUTH === 'required', 'API keys or required auth').toBeTruthy();
+      expect(cfg.RAG_DATABASE_URL, `${c.name}: shared state in PostgreSQL`).toBe(DATABASE_USERS.has(c.name) ? DATABASE_URI : undefined);
     }
     // every key the chart sets is a real setting (a typo would be silently ignored by the services)
     const known = new Set(Object.keys(ConfigSchema.shape));
@@ -233,6 +243,25 @@ describe('helm chart: failures and strictness', () => {
     expect(key.status).not.toBe(0);
     expect(key.stderr).toMatch(/RAG_log_level/);
     expect(helm('services.gateway.replicas=2').status).toBe(0);
+  });
+
+  it('refuses a distributed install that still points at a file registry or puts the database URL in plain values', () => {
+    const helm = (...set: string[]) => run(tool('helm'), ['template', 'rag', join(ROOT, 'helm/rag'), '--kube-version', '1.33.0', ...set.flatMap((x) => ['--set', x])]);
+    // the SQLite registry volume of earlier releases (registry.persistence) is gone: an old values file is refused
+    const file = helm('registry.persistence.enabled=true', 'registry.persistence.accessModes={ReadWriteMany}');
+    expect(file.status).not.toBe(0);
+    expect(file.stderr).toMatch(/additional properties 'registry' not allowed/);
+    const noSecret = helm('database.existingSecret=');
+    expect(noSecret.status).not.toBe(0);
+    expect(noSecret.stderr).toMatch(/database\/existingSecret/);
+    for (const where of ['config', 'secretEnv']) {
+      const plain = helm(`${where}.RAG_DATABASE_URL=postgres://u:p@db/rag`);
+      expect(plain.status, where).not.toBe(0);
+      expect(plain.stderr).toMatch(new RegExp(`/${where}`));
+    }
+    // replicas > 1 of every service render (nothing forces one node)
+    expect(helm('serviceDefaults.replicas=3', 'services.gateway.autoscaling.enabled=false').status).toBe(0);
+    expect(helm('database.existingSecret=my-db', 'database.secretKey=url').stdout).toContain('name: "my-db"');
   });
 
   it('refuses an unknown search engine', () => {

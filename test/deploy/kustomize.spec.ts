@@ -51,6 +51,8 @@ describe('kustomize overlay dev', () => {
     const objs = rendered();
     const secret = objs.find((o) => o.kind === 'Secret' && o.metadata.name === 'rag-secrets') as K8sObject & { data: Record<string, string> };
     expect(secret).toBeDefined();
+    const database = objs.find((o) => o.kind === 'Secret' && o.metadata.name === 'rag-pg-app') as K8sObject & { data: Record<string, string> };
+    expect(database, 'the database Secret the gateway, indexer and retriever read').toBeDefined();
     const cm = objs.find((o) => o.kind === 'ConfigMap' && o.metadata.name === 'rag-env') as K8sObject & { data: Record<string, string> };
     for (const d of objs.filter((o) => o.kind === 'Deployment') as Deployment[]) {
       const c = d.spec.template.spec.containers[0];
@@ -58,7 +60,12 @@ describe('kustomize overlay dev', () => {
       const env: Record<string, string> = { ...cm.data };
       for (const [k, v] of Object.entries(secret.data)) env[k] = Buffer.from(v, 'base64').toString('utf8');
       for (const e of c.env) if (e.value !== undefined) env[e.name] = e.value;
+      for (const e of c.env as { name: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } }[]) {
+        const ref = e.valueFrom?.secretKeyRef;
+        if (ref) env[e.name] = Buffer.from(objs.find((o) => o.kind === 'Secret' && o.metadata.name === ref.name) ? database.data[ref.key]! : '', 'base64').toString('utf8');
+      }
       expect(() => loadConfig(env), d.metadata.name).not.toThrow();
+      expect(loadConfig(env).RAG_DATABASE_URL, d.metadata.name).toBe(['rag-gateway', 'rag-indexer', 'rag-retriever'].includes(d.metadata.name) ? 'postgresql://app:dev-password-change-me@rag-pg-rw:5432/app' : undefined);
     }
   });
 });
@@ -125,5 +132,24 @@ describe('deploy/k8s/dependencies', () => {
     // the OpenSearch chart's Service is <clusterName>-<nodeGroup>
     const os = YAML.parse(readFileSync(join(dir, 'opensearch-values.yaml'), 'utf8')) as { clusterName: string; nodeGroup: string };
     expect(new URL(defaults.search.url).hostname).toBe(`${os.clusterName}-${os.nodeGroup}`);
+  });
+
+  it("name the PostgreSQL of the shared state so the chart's database Secret is the one CloudNativePG writes", () => {
+    const cluster = read('cnpg-cluster.yaml').find((o) => o.kind === 'Cluster') as K8sObject & {
+      apiVersion: string;
+      spec: { instances: number; bootstrap: { initdb: { database: string; owner: string } }; postgresql: { parameters: Record<string, string> } };
+    };
+    expect(cluster.apiVersion).toBe('postgresql.cnpg.io/v1');
+    // CloudNativePG writes the application user's credentials, with a `uri`, to the Secret <cluster>-app
+    for (const v of [defaults, production]) expect(v.database).toMatchObject({ existingSecret: `${cluster.metadata.name}-app`, secretKey: 'uri' });
+    expect(cluster.spec.instances).toBeGreaterThanOrEqual(3);
+    // room for every database user's pool at the production replica ceiling (gateway, indexer, retriever HPAs)
+    const prod = YAML.parse(readFileSync(join(ROOT, 'helm/rag/values-production.yaml'), 'utf8')) as {
+      database: { poolMax: number };
+      serviceDefaults: { autoscaling: { maxReplicas: number } };
+      services: Record<string, { autoscaling?: { maxReplicas?: number } }>;
+    };
+    const pods = ['gateway', 'indexer', 'retriever'].reduce((n, s) => n + (prod.services[s]?.autoscaling?.maxReplicas ?? prod.serviceDefaults.autoscaling.maxReplicas), 0);
+    expect(Number(cluster.spec.postgresql.parameters.max_connections)).toBeGreaterThanOrEqual(pods * prod.database.poolMax + 10);
   });
 });

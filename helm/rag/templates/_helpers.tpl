@@ -22,8 +22,8 @@
 loader chunker embedder indexer retriever reranker generator gateway
 {{- end }}
 
-{{/* Services that read and write the SQLite document registry in RAG_DATA_DIR. */}}
-{{- define "rag.registryUsers" -}}
+{{/* Services that use the shared state in PostgreSQL (registry, API keys, source state, rate limits, leader lock). */}}
+{{- define "rag.databaseUsers" -}}
 gateway indexer retriever
 {{- end }}
 
@@ -64,10 +64,6 @@ app.kubernetes.io/component: {{ .name }}
 
 {{- define "rag.secretName" -}}
 {{- default (printf "%s-env" (include "rag.fullname" .)) .Values.existingSecret }}
-{{- end }}
-
-{{- define "rag.registryClaim" -}}
-{{- default (printf "%s-registry" (include "rag.fullname" .)) .Values.registry.persistence.existingClaim }}
 {{- end }}
 
 {{- define "rag.image" -}}
