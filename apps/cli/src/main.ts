@@ -3,7 +3,7 @@ import 'reflect-metadata';
 import { basename, isAbsolute, join, relative, resolve } from 'node:path';
 import { Command, Option } from 'commander';
 import type { SearchMode } from '@rag/contracts';
-import { ConfigError, loadConfig, setLogLevel, type AppConfig } from '@rag/platform';
+import { setLogLevel, type AppConfig, loadConfigOrExit } from '@rag/platform';
 import { createEmbeddedContext, lockDataDir, runEmbedded } from '@rag/services';
 import { defaultOodFile, evaluateMode, ingestDataset, readDataset, readOodQuestions, repoRoot, type EvalMode } from './eval';
 import { ingest } from './ingest';
@@ -13,15 +13,7 @@ import { HttpClient, InProcessClient, type PlatformClient } from './platform-cli
 import { collectSources } from './sources';
 
 function config(overrides: Partial<AppConfig> = {}): AppConfig {
-  try {
-    return loadConfig(process.env, overrides);
-  } catch (e) {
-    if (e instanceof ConfigError) {
-      process.stderr.write(`rag: ${e.message}\n`);
-      process.exit(2);
-    }
-    throw e;
-  }
+  return loadConfigOrExit('rag', process.env, overrides);
 }
 
 /** A running server at --url when one answers, else an embedded platform in this process. */

@@ -5,7 +5,7 @@ import { Module, type DynamicModule, type INestApplicationContext, type INestApp
 import { NestFactory } from '@nestjs/core';
 import { prepareModels } from '@rag/adapters';
 import { DocumentService, QueryOrchestrator, type StoreIntegrityService } from '@rag/application';
-import { type AppConfig, ConfigError, Logger, loadConfig, shutdownTracing, startTracing } from '@rag/platform';
+import { type AppConfig, Logger, shutdownTracing, startTracing, loadConfigOrExit } from '@rag/platform';
 import { BUS, REGISTRY, type Bus, type Registry } from '@rag/ports';
 import { ChunkerModule } from './chunker/chunker.module';
 import { CoreModule } from './core/core.module';
@@ -125,16 +125,7 @@ export function lockDataDir(dataDir: string): () => void {
 export async function runEmbedded(config?: AppConfig): Promise<void> {
   // Normally started first by the main (apps/embedded, the CLI); idempotent.
   startTracing('embedded');
-  let cfg: AppConfig;
-  try {
-    cfg = config ?? loadConfig();
-  } catch (e) {
-    if (e instanceof ConfigError) {
-      process.stderr.write(`rag: ${e.message}\n`);
-      process.exit(2);
-    }
-    throw e;
-  }
+  const cfg = config ?? loadConfigOrExit('rag');
   const started = Date.now();
   await prepareModelsOrExit(cfg, 'rag');
   const unlock = lockDataDir(cfg.dataDir);

@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { Injectable, Module, type DynamicModule, type OnApplicationShutdown, type Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { ConfigError, Logger, loadConfig, shutdownTracing, startTracing, type AppConfig } from '@rag/platform';
+import { Logger, shutdownTracing, startTracing, type AppConfig, loadConfigOrExit } from '@rag/platform';
 import type { QueryPathService } from '@rag/contracts';
 import { CoreModule, type Part } from './core/core.module';
 import { connectGrpcMicroservice } from './grpc/grpc-server';
@@ -34,16 +34,7 @@ export async function runStandalone(
   // Normally started first by the service's main (apps/*/src/tracing.ts); idempotent.
   startTracing(name);
   const log = new Logger(name);
-  let cfg: AppConfig;
-  try {
-    cfg = opts.config ?? loadConfig();
-  } catch (e) {
-    if (e instanceof ConfigError) {
-      process.stderr.write(`${name}: ${e.message}\n`);
-      process.exit(2);
-    }
-    throw e;
-  }
+  const cfg = opts.config ?? loadConfigOrExit(name);
   if (parts.includes('embedder') || parts.includes('vectors')) await prepareModelsOrExit(cfg, name);
   const app = await NestFactory.create(
     { module: class StandaloneRoot {}, imports: [CoreModule.forRoot(cfg, parts), ...modules, ServiceHealthModule] },

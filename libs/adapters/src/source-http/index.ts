@@ -1,1 +1,1 @@
-export { SourceHttpClient, retryAfterMs, type SourceHttpOptions, type HttpOutcome } from './source-http.client';
+export { SourceHttpClient, type SourceHttpOptions, type HttpOutcome } from './source-http.client';

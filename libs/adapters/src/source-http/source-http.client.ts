@@ -1,5 +1,7 @@
 import type { z } from 'zod';
-import { AppError, Logger } from '@rag/platform';
+import { AppError, Logger, formatIssues } from '@rag/platform';
+// One Retry-After parser for every HTTP client of the adapters (delay-seconds or an HTTP date, RFC 9110 §10.2.3).
+import { parseRetryAfter } from '../http-embedder/http-client';
 
 export interface SourceHttpOptions {
   /** e.g. `https://acme.atlassian.net` or `https://api.notion.com` */
@@ -20,15 +22,6 @@ export interface SourceHttpOptions {
 }
 
 export type HttpOutcome<T> = { status: 'ok'; value: T } | { status: 'not_found' };
-
-/** `Retry-After` as delay-seconds or an HTTP date (RFC 9110 §10.2.3); undefined when absent/unparseable. */
-export function retryAfterMs(header: string | null, now = Date.now()): number | undefined {
-  if (!header) return undefined;
-  const s = header.trim();
-  if (/^\d+(\.\d+)?$/.test(s)) return Math.round(Number(s) * 1000);
-  const at = Date.parse(s);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
-}
 
 /**
  * A small JSON client for the SaaS sources (hand-written over `fetch`: the official SDKs would add two dependencies
@@ -77,7 +70,7 @@ export class SourceHttpClient {
       if (res.ok) {
         const parsed = schema.safeParse(await res.json().catch(() => undefined));
         if (!parsed.success) {
-          throw new AppError('internal', `${this.opts.name}: unexpected response from ${new URL(url).pathname}: ${parsed.error.issues.slice(0, 3).map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+          throw new AppError('internal', `${this.opts.name}: unexpected response from ${new URL(url).pathname}: ${formatIssues(parsed.error.issues, 'body', 3)}`);
         }
         return { status: 'ok', value: parsed.data as z.infer<S> };
       }
@@ -91,7 +84,7 @@ export class SourceHttpClient {
         const code = res.status === 401 ? 'unauthorized' : res.status === 403 ? 'forbidden' : res.status === 429 ? 'rate_limited' : retryable ? 'unavailable' : 'invalid_request';
         throw new AppError(code, `${this.opts.name}: ${method} ${new URL(url).pathname} answered ${res.status}: ${text}`);
       }
-      const wait = Math.min(cap, res.status === 429 ? (retryAfterMs(res.headers.get('retry-after')) ?? backoff(base, attempt)) : backoff(base, attempt));
+      const wait = Math.min(cap, res.status === 429 ? (parseRetryAfter(res.headers.get('retry-after')) ?? backoff(base, attempt)) : backoff(base, attempt));
       this.log.info('backing off', { status: res.status, attempt, wait_ms: wait, path: new URL(url).pathname });
       await this.sleep(wait);
     }

@@ -6,7 +6,7 @@ import {
   type SourceEvent,
 } from '@rag/contracts';
 import { detectMimeType, documentIdCandidates, externalDocumentId, internalDocumentId, SUPPORTED_MIME_TYPES, uploadDocumentIdProblem } from '@rag/domain';
-import { AppError, Logger, type Result, err, ok } from '@rag/platform';
+import { AppError, Logger, type Result, err, invalidRequest, ok } from '@rag/platform';
 import type { Bus, DocumentRecord, OutboxEntry, Registry } from '@rag/ports';
 import { nowIso } from './validate';
 
@@ -92,13 +92,7 @@ export class DocumentService {
   validate(body: unknown): Result<DocumentInput, AppError> {
     const r = DocumentInputSchema.safeParse(body);
     if (!r.success) {
-      return err(
-        new AppError(
-          'invalid_request',
-          r.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; '),
-          r.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message })),
-        ),
-      );
+      return err(invalidRequest(r.error.issues));
     }
     return ok(r.data);
   }

@@ -8,7 +8,7 @@ import {
   type ConfluenceWebhookEventType,
 } from '@rag/contracts';
 import { checkTimestamp, confluenceDocumentId, normalizeNotionId, notionDocumentId, secretsEqual, verifyHmacSha256 } from '@rag/domain';
-import { AppError, Logger, type Result, err, ok } from '@rag/platform';
+import { AppError, Logger, type Result, err, formatIssues, ok } from '@rag/platform';
 import type { SourceChangeRequest, SourceChangeResult, SourceChangeService } from './source-change.service';
 
 /**
@@ -68,7 +68,7 @@ function parseJson<S extends z.ZodType>(raw: Buffer, schema: S, what: string): R
     return err(
       new AppError(
         'invalid_request',
-        `malformed ${what}: ${r.error.issues.slice(0, 5).map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; ')}`,
+        `malformed ${what}: ${formatIssues(r.error.issues, 'body', 5)}`,
       ),
     );
   }

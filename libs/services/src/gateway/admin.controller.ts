@@ -2,7 +2,7 @@ import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Query, Re
 import type { Request } from 'express';
 import { z } from 'zod';
 import { ApiKeyCreateSchema, type ApiKeyView } from '@rag/contracts';
-import { AppError } from '@rag/platform';
+import { AppError, invalidRequest } from '@rag/platform';
 import { API_KEY_STORE, type ApiKeyRecord, type ApiKeyStore } from '@rag/ports';
 import { issueApiKey } from './auth';
 import { principalOf, RequireScope } from './auth.guard';
@@ -22,13 +22,7 @@ export const apiKeyView = (r: ApiKeyRecord): ApiKeyView => ({
   revoked_at: r.revoked_at,
 });
 
-function invalid(issues: z.core.$ZodIssue[]): AppError {
-  return new AppError(
-    'invalid_request',
-    issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; '),
-    issues.map((i) => ({ path: i.path.join('.'), message: i.message })),
-  );
-}
+const invalid = (issues: z.core.$ZodIssue[]): AppError => invalidRequest(issues);
 
 /** API keys of the caller's tenant (admin scope). The secret is in the create answer only; the store keeps its digest. */
 @Controller('v1/admin')

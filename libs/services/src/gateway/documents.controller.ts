@@ -4,7 +4,7 @@ import type { Request } from 'express';
 import { z } from 'zod';
 import { DocumentService, documentView, type UploadedFile as Upload } from '@rag/application';
 import { AclSchema, BatchInputSchema, DocumentInputSchema, DocumentStatusSchema, MetadataSchema } from '@rag/contracts';
-import { AppError } from '@rag/platform';
+import { AppError, invalidRequest } from '@rag/platform';
 import { principalOf, RequireScope } from './auth.guard';
 
 const jsonField = <T extends z.ZodType>(schema: T) =>
@@ -41,13 +41,7 @@ const ListQuerySchema = z.object({
   offset: z.coerce.number().int().min(0).default(0),
 });
 
-function invalid(issues: z.core.$ZodIssue[]): AppError {
-  return new AppError(
-    'invalid_request',
-    issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; '),
-    issues.map((i) => ({ path: i.path.join('.'), message: i.message })),
-  );
-}
+const invalid = (issues: z.core.$ZodIssue[]): AppError => invalidRequest(issues);
 
 /** Document management: the `ingest` scope, tenant-wide (titles, metadata and ACLs of every document of the tenant). */
 @Controller('v1')

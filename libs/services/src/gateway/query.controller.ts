@@ -3,7 +3,7 @@ import type { Request, Response } from 'express';
 import type { z } from 'zod';
 import { QueryOrchestrator, newTraceId } from '@rag/application';
 import { FeedbackInputSchema, QueryInputSchema, RetrieveInputSchema } from '@rag/contracts';
-import { AppError, Logger, metrics } from '@rag/platform';
+import { AppError, Logger, invalidRequest, metrics } from '@rag/platform';
 import { REGISTRY, type Registry } from '@rag/ports';
 import { scopeOf } from './auth';
 import { principalOf, RequireScope } from './auth.guard';
@@ -19,11 +19,7 @@ function parse<S extends z.ZodType>(schema: S, body: unknown): z.infer<S> {
   }
   const r = schema.safeParse(body);
   if (!r.success) {
-    throw new AppError(
-      'invalid_request',
-      r.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; '),
-      r.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message })),
-    );
+    throw invalidRequest(r.error.issues);
   }
   return r.data;
 }
