@@ -20,6 +20,7 @@ import { matches } from '@rag/domain';
 import { setLogLevel } from '@rag/platform';
 import { EmbeddedBm25KeywordIndex } from '../../libs/adapters/src/embedded-bm25';
 import { OpenSearchKeywordIndex } from '../../libs/adapters/src/opensearch';
+import { testChunk } from '../../libs/adapters/src/testing/chunks';
 
 setLogLevel('warn');
 
@@ -40,25 +41,7 @@ function rng(seed: number): () => number {
   };
 }
 
-function chunk(id: string, over: Partial<Chunk> = {}): Chunk {
-  const [doc, v, ord] = id.split('#');
-  return {
-    chunk_id: id,
-    document_id: doc!,
-    tenant: 't1',
-    version: Number(v!.slice(1)),
-    ordinal: Number(ord),
-    kind: 'child',
-    parent_id: null,
-    acl: ['*'],
-    title: '',
-    heading_path: [],
-    metadata: {},
-    text: 'placeholder',
-    token_count: 1,
-    ...over,
-  };
-}
+const chunk = (id: string, over: Partial<Chunk> = {}): Chunk => testChunk(id, { tenant: 't1', text: 'placeholder', ...over });
 
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);

@@ -23,6 +23,7 @@ import indexExists from './fixtures/index-exists.json';
 import mget from './fixtures/mget.json';
 import search from './fixtures/search.json';
 import unavailable from './fixtures/unavailable.json';
+import { testChunk } from '../testing/chunks';
 
 /*
  * Recorded-response tests: the real @elastic/elasticsearch 8 client, over a fake connection that serves JSON fixtures
@@ -58,25 +59,8 @@ class FixtureConnection extends BaseConnection {
   }
 }
 
-function chunk(id: string, over: Partial<Chunk> = {}): Chunk {
-  const [doc, v, ord] = id.split('#');
-  return {
-    chunk_id: id,
-    document_id: doc!,
-    tenant: 'default',
-    version: Number(v!.slice(1)),
-    ordinal: Number(ord),
-    kind: 'child',
-    parent_id: null,
-    acl: ['*'],
-    title: 'Beijing',
-    heading_path: [],
-    metadata: { lang: 'zh' },
-    text: '北京是中国的首都。',
-    token_count: 9,
-    ...over,
-  };
-}
+const chunk = (id: string, over: Partial<Chunk> = {}): Chunk =>
+  testChunk(id, { tenant: 'default', title: 'Beijing', metadata: { lang: 'zh' }, text: '北京是中国的首都。', token_count: 9, ...over });
 
 function makeIndex(): ElasticsearchKeywordIndex {
   return new ElasticsearchKeywordIndex({ node: 'http://es.invalid:9200', maxRetries: 0, clientOptions: { Connection: FixtureConnection } });

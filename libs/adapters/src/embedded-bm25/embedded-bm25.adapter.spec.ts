@@ -5,25 +5,10 @@ import Database from 'better-sqlite3';
 import type { Chunk, FilterCondition, Filters, Metadata, SearchScope } from '@rag/contracts';
 import { matches } from '@rag/domain';
 import { EmbeddedBm25KeywordIndex, type EmbeddedBm25KeywordIndexOptions } from './embedded-bm25.adapter';
+import { testChunkOf } from '../testing/chunks';
 
-function chunk(doc: string, version: number, ordinal: number, text: string, extra: Partial<Chunk> = {}): Chunk {
-  return {
-    chunk_id: `${doc}#v${version}#${ordinal}`,
-    document_id: doc,
-    tenant: 't1',
-    version,
-    ordinal,
-    kind: 'child',
-    parent_id: null,
-    acl: ['*'],
-    title: '',
-    heading_path: [],
-    metadata: {},
-    text,
-    token_count: text.length,
-    ...extra,
-  };
-}
+const chunk = (doc: string, version: number, ordinal: number, text: string, extra: Partial<Chunk> = {}): Chunk =>
+  testChunkOf(doc, version, ordinal, { tenant: 't1', text, token_count: text.length, ...extra });
 
 const scope: SearchScope = { tenant: 't1' };
 

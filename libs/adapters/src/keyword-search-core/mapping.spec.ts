@@ -3,15 +3,10 @@ import { segmentForIndex } from '@rag/domain';
 import { indexedText as embeddedIndexedText } from '../embedded-bm25/embedded-bm25.adapter';
 import { bulkIndexOperations, engineId, indexedText, MAX_ENGINE_ID_BYTES, toChunkDocument } from './documents';
 import { buildIndexBody, decodeFieldKey, encodeFieldKey, indexNames, metadataField, SIMILARITY_NAME } from './mapping';
+import { testChunk } from '../testing/chunks';
 
-function chunk(over: Partial<Chunk> = {}): Chunk {
-  return {
-    chunk_id: 'd#v1#0',
-    document_id: 'd',
-    tenant: 't',
-    version: 1,
-    ordinal: 0,
-    kind: 'child',
+const chunk = (over: Partial<Chunk> = {}): Chunk =>
+  testChunk('d#v1#0', {
     parent_id: 'd#v1#p0',
     acl: ['g1', '*'],
     title: 'Wing Design',
@@ -20,8 +15,7 @@ function chunk(over: Partial<Chunk> = {}): Chunk {
     text: 'The wings were tested at supersonic speeds.',
     token_count: 8,
     ...over,
-  };
-}
+  });
 
 describe('index names', () => {
   it('read/write aliases and versioned physical indexes', () => {

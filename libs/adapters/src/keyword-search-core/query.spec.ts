@@ -4,25 +4,9 @@ import { toChunkDocument } from './documents';
 import { metadataField } from './mapping';
 import { buildSearchBody, countQuery, documentQuery, filterClauses, MAX_RESULT_WINDOW, type Query } from './query';
 import { evaluate } from './testing/query-evaluator';
+import { testChunk } from '../testing/chunks';
 
-function chunk(over: Partial<Chunk> = {}): Chunk {
-  return {
-    chunk_id: 'd#v1#0',
-    document_id: 'd',
-    tenant: 't',
-    version: 1,
-    ordinal: 0,
-    kind: 'child',
-    parent_id: null,
-    acl: ['*'],
-    title: 'Title',
-    heading_path: [],
-    metadata: {},
-    text: 'text',
-    token_count: 1,
-    ...over,
-  };
-}
+const chunk = (over: Partial<Chunk> = {}): Chunk => testChunk('d#v1#0', { title: 'Title', ...over });
 
 /** Deterministic PRNG (mulberry32) so the property test is reproducible. */
 function rng(seed: number): () => number {

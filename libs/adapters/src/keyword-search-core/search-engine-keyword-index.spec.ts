@@ -3,27 +3,12 @@ import { setLogLevel } from '@rag/platform';
 import type { BulkIndexAction, ChunkDocument } from './documents';
 import { SearchEngineKeywordIndex } from './search-engine-keyword-index';
 import { MemoryEngine } from './testing/memory-engine';
+import { testChunkOf } from '../testing/chunks';
 
 setLogLevel('silent');
 
-function chunk(doc: string, version: number, ordinal: number, over: Partial<Chunk> = {}): Chunk {
-  return {
-    chunk_id: `${doc}#v${version}#${ordinal}`,
-    document_id: doc,
-    tenant: 't',
-    version,
-    ordinal,
-    kind: 'child',
-    parent_id: null,
-    acl: ['*'],
-    title: '',
-    heading_path: [],
-    metadata: {},
-    text: 'wing lift',
-    token_count: 2,
-    ...over,
-  };
-}
+const chunk = (doc: string, version: number, ordinal: number, over: Partial<Chunk> = {}): Chunk =>
+  testChunkOf(doc, version, ordinal, { text: 'wing lift', token_count: 2, ...over });
 
 describe('SearchEngineKeywordIndex (shared core over an in-memory engine)', () => {
   let engine: MemoryEngine;

@@ -20,6 +20,7 @@ import search from './fixtures/search.json';
 import refresh from './fixtures/refresh.json';
 import reindexFixture from './fixtures/reindex.json';
 import unavailable from './fixtures/unavailable.json';
+import { testChunk } from '../testing/chunks';
 
 /*
  * Recorded-response tests: the real @opensearch-project/opensearch client, over a fake connection that serves JSON
@@ -55,25 +56,8 @@ class FixtureConnection extends Connection {
   }
 }
 
-function chunk(id: string, over: Partial<Chunk> = {}): Chunk {
-  const [doc, v, ord] = id.split('#');
-  return {
-    chunk_id: id,
-    document_id: doc!,
-    tenant: 'default',
-    version: Number(v!.slice(1)),
-    ordinal: Number(ord),
-    kind: 'child',
-    parent_id: null,
-    acl: ['*'],
-    title: 'Beijing',
-    heading_path: [],
-    metadata: { lang: 'zh' },
-    text: '北京是中国的首都。',
-    token_count: 9,
-    ...over,
-  };
-}
+const chunk = (id: string, over: Partial<Chunk> = {}): Chunk =>
+  testChunk(id, { tenant: 'default', title: 'Beijing', metadata: { lang: 'zh' }, text: '北京是中国的首都。', token_count: 9, ...over });
 
 function makeIndex(): OpenSearchKeywordIndex {
   return new OpenSearchKeywordIndex({ node: 'http://os.invalid:9200', maxRetries: 0, clientOptions: { Connection: FixtureConnection } });

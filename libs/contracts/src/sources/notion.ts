@@ -7,9 +7,6 @@ import { z } from 'zod';
  */
 export const NotionVerificationSchema = z.object({ verification_token: z.string().min(1).max(1024) }).strict();
 
-export const NotionPageEventTypeSchema = z.enum(['page.created', 'page.content_updated', 'page.deleted', 'page.undeleted']);
-export type NotionPageEventType = z.infer<typeof NotionPageEventTypeSchema>;
-
 const NotionIdSchema = z
   .string()
   .regex(/^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$/i, 'must be a Notion id (UUID)');
@@ -33,9 +30,6 @@ export const NotionWebhookEventSchema = z
 export type NotionWebhookEvent = z.infer<typeof NotionWebhookEventSchema>;
 
 /* Notion REST API responses (Notion-Version 2022-06-28; the fields the connector reads). */
-
-export const NotionRichTextSchema = z.object({ plain_text: z.string() }).loose();
-export type NotionRichText = z.infer<typeof NotionRichTextSchema>;
 
 export const NotionPageSchema = z
   .object({

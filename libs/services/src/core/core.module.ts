@@ -76,10 +76,7 @@ class CoreLifecycle implements OnApplicationBootstrap, OnApplicationShutdown {
 export class CoreModule {
   /** Binds each needed port to the adapter chosen by the configuration. */
   static forRoot(config: AppConfig, parts: Part[] = ALL_PARTS): DynamicModule {
-    const providers: Provider[] = [
-      { provide: 'CORE_CONFIG', useValue: config },
-      { provide: CONFIG, useValue: config },
-    ];
+    const providers: Provider[] = [{ provide: CONFIG, useValue: config }];
     const need = (p: Part) => parts.includes(p);
     if (need('bus')) providers.push({ provide: BUS, useFactory: () => createBus(config) });
     if (need('registry')) providers.push({ provide: REGISTRY, useFactory: () => createRegistry(config) });
