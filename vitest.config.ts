@@ -21,7 +21,7 @@ export default defineConfig({
   test: {
     globals: true,
     include: ['apps/**/*.spec.ts', 'libs/**/*.spec.ts', 'test/**/*.spec.ts'],
-    exclude: ['**/node_modules/**', 'dist/**', 'test/infra/**', 'test/reliability/**', 'test/deploy/**'],
+    exclude: ['**/node_modules/**', 'dist/**', 'test/infra/**', 'test/reliability/**', 'test/deploy/**', 'test/browser/**'],
     testTimeout: 60_000,
     hookTimeout: 120_000,
     pool: 'forks',

@@ -22,8 +22,16 @@ rmSync(out, { recursive: true, force: true });
 const started = Date.now();
 const r = spawnSync(
   swc,
-  ['apps', 'libs', '-d', out, '--config-file', '.swcrc', '--ignore', '**/*.spec.ts', '--copy-files', '--quiet'],
+  // apps/console is the browser app: Vite bundles it below, not SWC.
+  ['apps', 'libs', '-d', out, '--config-file', '.swcrc', '--ignore', '**/*.spec.ts', '--ignore', 'apps/console/**', '--copy-files', '--quiet'],
   { cwd: root, stdio: 'inherit' },
 );
 if (r.status !== 0) process.exit(r.status ?? 1);
+// The web console (Preact + Vite): static files in <out>/console, served by the gateway at `/`.
+const vite = join(root, 'node_modules', '.bin', 'vite');
+const v = spawnSync(vite, ['build', '--config', 'apps/console/vite.config.ts', '--outDir', join(out, 'console'), '--emptyOutDir', '--logLevel', 'warn'], {
+  cwd: root,
+  stdio: 'inherit',
+});
+if (v.status !== 0) process.exit(v.status ?? 1);
 console.log(`build: ${out === join(root, 'dist') ? 'dist/' : out} ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);

@@ -29,7 +29,7 @@ describe('gateway API (embedded platform, end to end)', () => {
     removeDir(server.dataDir);
   });
 
-  it('serves health, readiness, metrics, OpenAPI docs and the playground', async () => {
+  it('serves health, readiness, metrics, OpenAPI docs and the web console (built by `npm run build`)', async () => {
     expect((await api(server, 'GET', '/healthz')).status).toBe(200);
     expect((await api(server, 'GET', '/readyz')).body.status).toBe('ready');
     const metrics = await api<string>(server, 'GET', '/metrics');
@@ -37,8 +37,9 @@ describe('gateway API (embedded platform, end to end)', () => {
     const openapi = await api(server, 'GET', '/docs/openapi.json');
     expect(Object.keys(openapi.body.paths as object)).toContain('/v1/query');
     const page = await api<string>(server, 'GET', '/');
+    expect(page.status, 'the console is built into dist/console by `npm run build`').toBe(200);
     expect(page.headers.get('content-type')).toContain('text/html');
-    expect(page.body).toContain('/v1/query');
+    expect(page.body).toContain('<div id="app">');
   });
 
   it('ingests JSON, batch and base64 PDF documents, then answers with citations of real chunks', async () => {

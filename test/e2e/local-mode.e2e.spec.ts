@@ -61,16 +61,16 @@ describe('anonymous local mode: only requests no web page can forge (embedded, l
     if (server) removeDir(server.dataDir);
   });
 
-  it('curl-style requests (no Origin) and the playground’s same-origin fetches are served', async () => {
+  it('curl-style requests (no Origin) and the web console’s same-origin fetches are served', async () => {
     const port = new URL(server.url).port;
     expect((await raw(server, 'GET', '/v1/documents', { host })).status).toBe(200);
     expect((await raw(server, 'GET', '/v1/documents', { host: `localhost:${port}` })).status).toBe(200);
     const posted = await raw(server, 'POST', '/v1/documents', { host, 'content-type': 'application/json' }, JSON.stringify({ id: 'curl-doc', text: 'Posted by curl.' }));
     expect(posted.status, JSON.stringify(posted.body)).toBe(202);
-    // The playground page itself, then its query fetch: a browser sends Origin on a same-origin POST.
+    // The console page itself (built by `npm run build`), then its query fetch: a browser sends Origin on a same-origin POST.
     const page = await raw(server, 'GET', '/', { host });
     expect(page.status).toBe(200);
-    expect(String(page.body.text)).toMatch(/fetch\('\/v1\/query'/);
+    expect(String(page.body.text)).toContain('<div id="app">');
     const q = await raw(server, 'POST', '/v1/query', { host, origin: server.url, 'content-type': 'application/json', 'sec-fetch-site': 'same-origin' }, JSON.stringify({ question: 'what did curl post?' }));
     expect(q.status, JSON.stringify(q.body)).toBe(200);
     expect(q.body).toHaveProperty('answer');

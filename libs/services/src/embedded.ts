@@ -132,7 +132,7 @@ export async function runEmbedded(config?: AppConfig): Promise<void> {
   const server = await startOrExit('rag', () => startEmbeddedServer(cfg, process.env.npm_package_version ?? '0.1.0'), unlock);
   process.stdout.write(
     `\nRAG platform (embedded) ready in ${((Date.now() - started) / 1000).toFixed(1)} s\n` +
-      `  playground  ${server.url}/\n  API docs    ${server.url}/docs\n  data        ${cfg.dataDir}\n` +
+      `  console     ${server.url}/\n  API docs    ${server.url}/docs\n  data        ${cfg.dataDir}\n` +
       `  embedder    ${cfg.RAG_EMBEDDER}${cfg.RAG_EMBEDDER === 'onnx' ? ` (${cfg.RAG_EMBEDDING_MODEL})` : ''} · reranker ${cfg.RAG_RERANKER} · llm ${cfg.RAG_LLM}\n\n`,
   );
   let stopping = false;

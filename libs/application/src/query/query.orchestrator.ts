@@ -145,6 +145,8 @@ export class QueryOrchestrator {
         text: c.text,
         score: c.score,
         ...(c.source_url ? { source_url: c.source_url } : {}),
+        // The section the chunk sits in (the console shows it with the cited text).
+        ...(c.heading_path?.length ? { heading_path: c.heading_path } : {}),
       }));
     return {
       answer: gen.answer,

@@ -73,6 +73,8 @@ export interface Citation {
   text: string;
   score: number;
   source_url?: string;
+  /** Headings above the chunk in its document, outermost first; absent when it has none. */
+  heading_path?: string[];
 }
 
 export interface QueryAnswer {

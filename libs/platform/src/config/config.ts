@@ -232,6 +232,13 @@ export const ConfigSchema = z.object({
   /** Reconciliation period (lists every configured space/workspace); 0 = off. */
   RAG_RECONCILE_INTERVAL_S: int(900, 0, 7 * 86_400),
   RAG_OPEN_BROWSER: bool(false),
+  /**
+   * Web console at `/`: the folder of its built files (index.html + assets/); unset = `console/` beside the built
+   * gateway (dist/console, or RAG_DIST_DIR/console), then `<repo>/dist/console`.
+   */
+  RAG_CONSOLE_DIR: optStr,
+  /** Link for a trace id in the console, e.g. `https://grafana.example/explore?traceId={trace_id}`; unset = plain text. */
+  RAG_TRACE_URL_TEMPLATE: optStr.pipe(z.string().includes('{trace_id}', { message: 'must contain {trace_id}' }).optional()),
 });
 
 export type RawConfig = z.infer<typeof ConfigSchema>;

@@ -15,7 +15,11 @@ import { DocumentsController } from './documents.controller';
 import { AUTH, RATE_LIMITER } from './gateway.tokens';
 import { TokenBucketLimiter } from './rate-limit';
 import { HealthController } from './health.controller';
+import { OverviewController } from './overview.controller';
+import { OverviewSampler } from './overview';
 import { QueryController } from './query.controller';
+import { SessionController } from './session.controller';
+import { SourcesController } from './sources.controller';
 import { SourcesModule } from '../sources/sources.module';
 
 @Injectable()
@@ -59,9 +63,10 @@ export class GatewayModule {
     return {
       module: GatewayModule,
       imports: [multer, queryPath, SourcesModule],
-      controllers: [DocumentsController, QueryController, HealthController, AdminController],
+      controllers: [DocumentsController, QueryController, HealthController, AdminController, SessionController, SourcesController, OverviewController],
       providers: [
         StatusConsumer,
+        OverviewSampler,
         // Tenants and access: API keys (RAG_API_KEYS and the key store under RAG_DATA_DIR), forwarded JWTs, per-key
         // rate limits and route scopes, enforced by one global guard (routes opt out with @Public()).
         // The key store and the rate limits are shared by every gateway replica when RAG_DATABASE_URL names PostgreSQL.

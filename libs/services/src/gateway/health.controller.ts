@@ -1,11 +1,10 @@
-import { Controller, Get, Header, Inject, Optional, Res } from '@nestjs/common';
+import { Controller, Get, Inject, Optional, Res } from '@nestjs/common';
 import type { Response } from 'express';
 import { StoreIntegrityService } from '@rag/application';
 import { metricsRegistry } from '@rag/platform';
 import { BUS, REGISTRY, type Bus, type Registry } from '@rag/ports';
 import { renderMetrics } from '../core/metrics-endpoint';
 import { Public } from './auth.guard';
-import { PLAYGROUND_HTML } from './playground.html';
 
 @Controller()
 @Public()
@@ -48,11 +47,5 @@ export class HealthController {
   async metrics(@Res() res: Response) {
     res.setHeader('Content-Type', metricsRegistry.contentType);
     res.send(await renderMetrics({ bus: this.bus, registry: this.registry }));
-  }
-
-  @Get()
-  @Header('Content-Type', 'text/html; charset=utf-8')
-  playground() {
-    return PLAYGROUND_HTML;
   }
 }

@@ -2,6 +2,7 @@ import type { INestApplication } from '@nestjs/common';
 import { SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { type AppConfig, extractTraceContext, failSpan, metrics, SpanKind, startSpan, withTraceContext } from '@rag/platform';
+import { serveConsole } from './console';
 import { HttpErrorFilter } from './http-error.filter';
 import { buildOpenApi } from './openapi';
 
@@ -11,7 +12,10 @@ import { buildOpenApi } from './openapi';
  */
 export function configureHttp(app: INestApplication, config: AppConfig, version: string): void {
   const jsonLimit = Math.ceil(config.RAG_MAX_BODY_BYTES * 1.4) + 64 * 1024;
-  // First: the request's `gateway` span (and latency), so body parsing, auth and the handler all run inside it.
+  // The web console at `/` (static files; hashed assets long-cached) before the span: page and asset loads are not API
+  // traffic and stay out of the gateway's traces, request metrics and stage latency.
+  serveConsole(app, config);
+  // Then, for the API: the request's `gateway` span (and latency), so body parsing, auth and the handler all run inside it.
   app.use(gatewaySpan);
   // Webhooks are verified over their exact bytes (HMAC of the raw body), so they stay a Buffer (sources: webhooks.controller.ts).
   app.use('/v1/webhooks', express.raw({ type: () => true, limit: '1mb' }));

@@ -106,6 +106,10 @@ describe('OpenAPI document', () => {
         'post /v1/admin/api-keys',
         'get /v1/admin/api-keys',
         'delete /v1/admin/api-keys/{id}',
+        'get /v1/session',
+        'get /v1/sources',
+        'post /v1/sources/reconcile',
+        'get /v1/overview',
       ].sort(),
     );
     for (const { path, method, op } of authenticated) {

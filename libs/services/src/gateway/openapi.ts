@@ -157,7 +157,7 @@ export function buildOpenApi(version: string) {
         post: {
           summary: 'Answer a question with citations (stream:true for server-sent events)',
           requestBody: { required: true, content: json(jsonSchemaOf(QueryInputSchema)) },
-          responses: { '200': { description: '{answer, refused, citations, degraded, timings_ms, trace_id}' }, ...bodyErrors },
+          responses: { '200': { description: '{answer, refused, citations: [{ref, document_id, chunk_id, title, text, score, source_url?, heading_path?}], degraded, timings_ms, trace_id}' }, ...bodyErrors },
         },
       },
       '/v1/retrieve': {
@@ -196,6 +196,31 @@ export function buildOpenApi(version: string) {
           responses: { '200': { description: '{status: queued|duplicate|ignored|verified|verification_received, …}' }, '400': { description: 'malformed payload' }, '401': { description: 'bad signature, token or replayed event' }, '404': { description: 'not configured' } },
         },
       },
+      '/v1/session': {
+        get: {
+          summary: 'The caller: tenant, scopes, kind of credential (the console shows only the pages the key can use) and the trace link template',
+          responses: { '200': { description: '{tenant, scopes, kind: anonymous|env|stored, key_id, restricted, trace_url_template}' }, ...authErrors },
+        },
+      },
+      '/v1/sources': {
+        get: {
+          summary: 'Confluence and Notion as this gateway sees them (ingest or admin scope): connected, webhook secret set, scopes, last webhook and its outcome, last reconciliation counts',
+          responses: { '200': { description: '{sources: [{kind, connected, webhook_configured, scopes, last_webhook, last_reconcile}], reconcile_interval_s, tenant}' }, ...authErrors },
+        },
+      },
+      '/v1/sources/reconcile': {
+        post: {
+          summary: 'Run one reconciliation pass now (admin scope); answers its per-scope counts (upserts = added/updated, deletes = pruned)',
+          responses: { '200': { description: '{reports: [{kind, scope, listed, upserts, deletes, error?}]}' }, ...authErrors },
+        },
+      },
+      '/v1/overview': {
+        get: {
+          summary: 'Documents of the tenant by status, and over the last hour (this gateway’s counters): documents that finished ingestion, dead letters, answers, refusals, feedback (ingest or admin scope)',
+          responses: { '200': { description: '{documents, window_s, ingested, ingestion_per_min, dead_letters, answers: {answered, refused, refusal_rate}, feedback: {up, down}}' }, ...authErrors },
+        },
+      },
+      '/': { get: { summary: 'The web console (static files; its assets under /assets/ are content-hashed and cached for a year)', security: [], responses: { '200': { description: 'HTML' }, '503': { description: 'the console is not built (`npm run build`)' } } } },
       '/healthz': { get: { summary: 'Liveness', security: [], responses: { '200': { description: 'ok' } } } },
       '/readyz': { get: { summary: 'Readiness', security: [], responses: { '200': { description: 'ready' }, '503': { description: 'not ready' } } } },
       '/metrics': { get: { summary: 'Prometheus metrics', security: [], responses: { '200': { description: 'text exposition' } } } },

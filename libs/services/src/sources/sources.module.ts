@@ -5,6 +5,7 @@ import { SourceChangeService, SourceReconciler, WebhookIntake } from '@rag/appli
 import { type AppConfig, Logger } from '@rag/platform';
 import { BUS, LEADER_ELECTION, REGISTRY, SOURCE_CONNECTORS, SOURCE_STATE, type Bus, type LeaderElection, type Registry, type SourceConnector, type SourceStateStore } from '@rag/ports';
 import { CONFIG } from '../core/tokens';
+import { SourceActivity } from '../gateway/source-activity';
 import { WebhooksController } from '../gateway/webhooks.controller';
 
 /**
@@ -25,6 +26,7 @@ export class ReconcileScheduler implements OnApplicationBootstrap, OnApplication
     @Inject(SOURCE_CONNECTORS) private readonly connectors: SourceConnector[],
     @Inject(SOURCE_STATE) private readonly state: SourceStateStore,
     @Inject(LEADER_ELECTION) private readonly leader: LeaderElection,
+    private readonly activity: SourceActivity,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -39,6 +41,7 @@ export class ReconcileScheduler implements OnApplicationBootstrap, OnApplication
         }
         this.reconciler
           .runOnce()
+          .then((reports) => this.activity.reconciled(reports, 'schedule'))
           .catch((e: unknown) => this.log.warn('reconciliation pass failed', { error: String(e) }))
           .finally(() => {
             if (!this.stopped) tick(every * 1000);
@@ -97,7 +100,8 @@ export class ReconcileScheduler implements OnApplicationBootstrap, OnApplication
     },
     { provide: LEADER_ELECTION, useFactory: (c: AppConfig) => createLeaderElection(c, 'reconciler'), inject: [CONFIG] },
     ReconcileScheduler,
+    SourceActivity,
   ],
-  exports: [SourceChangeService, SourceReconciler, WebhookIntake],
+  exports: [SourceChangeService, SourceReconciler, WebhookIntake, SourceActivity, SOURCE_CONNECTORS],
 })
 export class SourcesModule {}

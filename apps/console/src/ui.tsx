@@ -1,0 +1,73 @@
+import { createContext } from 'preact';
+import { useCallback, useContext, useEffect, useState } from 'preact/hooks';
+import { Api, ApiError } from './api';
+import { translate, type Lang, type MessageKey } from './i18n';
+
+export interface Session {
+  tenant: string;
+  scopes: string[];
+  kind: 'anonymous' | 'env' | 'stored';
+  key_id: string | null;
+  restricted: boolean;
+  trace_url_template: string | null;
+}
+
+export interface Ctx {
+  api: Api;
+  lang: Lang;
+  t: (key: MessageKey, vars?: Record<string, string | number>) => string;
+  session: Session;
+}
+
+export const AppContext = createContext<Ctx>({
+  api: new Api(''),
+  lang: 'en',
+  t: (k, v) => translate('en', k, v),
+  session: { tenant: '', scopes: [], kind: 'anonymous', key_id: null, restricted: false, trace_url_template: null },
+});
+export const useApp = () => useContext(AppContext);
+
+/** The user-facing text of an error: 401, 403 and 429 have their own wording; the API's message is always shown. */
+export function describeError(e: unknown, t: Ctx['t']): string {
+  if (e instanceof ApiError) {
+    if (e.status === 0) return t('err_network', { message: e.message });
+    if (e.status === 401) return t('err_401', { message: e.message });
+    if (e.status === 403) return t('err_403', { message: e.message });
+    if (e.status === 429) return t('err_429', { retry: e.retryAfterS ?? 1 });
+    return t('err_other', { status: e.status, message: e.message });
+  }
+  return e instanceof Error ? e.message : String(e);
+}
+
+export function ErrorBanner({ error }: { error: unknown }) {
+  const { t } = useApp();
+  if (!error) return null;
+  return (
+    <p class="error" role="alert">
+      {describeError(error, t)}
+    </p>
+  );
+}
+
+/** Loads `path` (and again on `reload()` or when `path` changes). */
+export function useResource<T>(path: string | null): { data: T | null; error: unknown; loading: boolean; reload: () => void } {
+  const { api } = useApp();
+  const [state, setState] = useState<{ data: T | null; error: unknown; loading: boolean }>({ data: null, error: null, loading: !!path });
+  const [tick, setTick] = useState(0);
+  useEffect(() => {
+    if (!path) return;
+    let live = true;
+    setState((s) => ({ ...s, loading: true }));
+    api
+      .request<T>('GET', path)
+      .then((data) => live && setState({ data, error: null, loading: false }))
+      .catch((error: unknown) => live && setState((s) => ({ data: s.data, error, loading: false })));
+    return () => {
+      live = false;
+    };
+  }, [api, path, tick]);
+  const reload = useCallback(() => setTick((n) => n + 1), []);
+  return { ...state, reload };
+}
+
+export const fmtTime = (iso: string | null | undefined, lang: Lang) => (iso ? new Date(iso).toLocaleString(lang === 'zh' ? 'zh-CN' : 'en-GB') : '—');

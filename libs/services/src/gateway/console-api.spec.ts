@@ -1,0 +1,195 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig, setLogLevel } from '@rag/platform';
+import { startEmbeddedServer } from '../embedded';
+import { consoleDir } from './console';
+import { CounterWindow, type OverviewCounters } from './overview';
+
+setLogLevel('error');
+const dirs: string[] = [];
+const tmp = (p: string) => {
+  const d = mkdtempSync(join(tmpdir(), p));
+  dirs.push(d);
+  return d;
+};
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+async function start(env: Record<string, string>) {
+  const config = loadConfig({ RAG_MAX_BODY_BYTES: String(1024 * 1024), RAG_EMBEDDER: 'hashing', RAG_RECONCILE_INTERVAL_S: '0', ...env, RAG_DATA_DIR: tmp('rag-console-'), RAG_PORT: '0', RAG_HOST: '127.0.0.1' });
+  const s = await startEmbeddedServer(config);
+  const call = async (method: string, path: string, opts: { key?: string; body?: unknown; headers?: Record<string, string> } = {}) => {
+    const res = await fetch(s.url + path, {
+      method,
+      redirect: 'manual',
+      headers: { ...(opts.body !== undefined ? { 'content-type': 'application/json' } : {}), ...(opts.key ? { authorization: `Bearer ${opts.key}` } : {}), ...opts.headers },
+      ...(opts.body !== undefined ? { body: JSON.stringify(opts.body) } : {}),
+    });
+    const text = await res.text();
+    let body: unknown = text;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      /* text */
+    }
+    return { status: res.status, headers: res.headers, body: body as Record<string, unknown>, text };
+  };
+  return { ...s, call };
+}
+
+function builtConsole(): string {
+  const dir = tmp('rag-console-build-');
+  mkdirSync(join(dir, 'assets'));
+  writeFileSync(join(dir, 'index.html'), '<!doctype html><div id="app"></div><script type="module" src="/assets/index-abc123.js"></script>');
+  writeFileSync(join(dir, 'assets', 'index-abc123.js'), 'console.log("console")');
+  return dir;
+}
+
+describe('the web console at /', () => {
+  let s: Awaited<ReturnType<typeof start>>;
+  beforeAll(async () => {
+    s = await start({ RAG_CONSOLE_DIR: builtConsole() });
+  });
+  afterAll(() => s?.close());
+
+  it('serves index.html revalidated on every load, with a CSP that allows only this origin', async () => {
+    const r = await s.call('GET', '/');
+    expect(r.status).toBe(200);
+    expect(r.headers.get('content-type')).toContain('text/html');
+    expect(r.text).toContain('<div id="app">');
+    expect(r.headers.get('cache-control')).toBe('no-cache');
+    expect(r.headers.get('content-security-policy')).toContain("script-src 'self'");
+  });
+
+  it('caches the content-hashed assets for a year; a missing asset is a 404, not the page', async () => {
+    const a = await s.call('GET', '/assets/index-abc123.js');
+    expect(a.status).toBe(200);
+    expect(a.headers.get('cache-control')).toBe('public, max-age=31536000, immutable');
+    expect((await s.call('GET', '/assets/nope.js')).status).toBe(404);
+  });
+
+  it('the old playground address redirects to the console; the API is unaffected', async () => {
+    const r = await s.call('GET', '/playground');
+    expect(r.status).toBe(301);
+    expect(r.headers.get('location')).toBe('/');
+    expect((await s.call('GET', '/healthz')).status).toBe(200);
+  });
+});
+
+describe('consoleDir', () => {
+  it('finds console/ beside the build, then <repo>/dist/console; RAG_CONSOLE_DIR wins and must hold index.html', () => {
+    const out = builtConsole();
+    const root = tmp('rag-build-');
+    mkdirSync(join(root, 'libs/services/src/gateway'), { recursive: true });
+    expect(consoleDir({ RAG_CONSOLE_DIR: undefined }, join(root, 'libs/services/src/gateway'))).toBeNull();
+    mkdirSync(join(root, 'dist', 'console'), { recursive: true });
+    writeFileSync(join(root, 'dist', 'console', 'index.html'), 'x');
+    expect(consoleDir({ RAG_CONSOLE_DIR: undefined }, join(root, 'libs/services/src/gateway'))).toBe(join(root, 'dist', 'console'));
+    mkdirSync(join(root, 'console'));
+    writeFileSync(join(root, 'console', 'index.html'), 'x');
+    expect(consoleDir({ RAG_CONSOLE_DIR: undefined }, join(root, 'libs/services/src/gateway'))).toBe(join(root, 'console'));
+    expect(consoleDir({ RAG_CONSOLE_DIR: out }, '/nowhere')).toBe(out);
+    expect(consoleDir({ RAG_CONSOLE_DIR: root }, '/nowhere')).toBeNull();
+  });
+
+  it('without a built console `/` answers 503 with how to build it, and the API keeps serving', async () => {
+    const s = await start({ RAG_CONSOLE_DIR: tmp('rag-empty-') });
+    try {
+      const r = await s.call('GET', '/');
+      expect(r.status).toBe(503);
+      expect(r.text).toContain('npm run build');
+      expect((await s.call('GET', '/v1/session')).status).toBe(200);
+    } finally {
+      await s.close();
+    }
+  });
+});
+
+describe('console endpoints: session, sources, overview', () => {
+  const ADMIN = 'console-admin-key-0123456789';
+  let s: Awaited<ReturnType<typeof start>>;
+  let queryKey = '';
+  beforeAll(async () => {
+    s = await start({ RAG_API_KEYS: ADMIN, RAG_CONFLUENCE_WEBHOOK_SECRET: 'a-confluence-secret', RAG_TRACE_URL_TEMPLATE: 'https://traces.example/t/{trace_id}' });
+    const k = await s.call('POST', '/v1/admin/api-keys', { key: ADMIN, body: { scopes: ['query'], name: 'reader' } });
+    expect(k.status).toBe(201);
+    queryKey = k.body.key as string;
+  });
+  afterAll(() => s?.close());
+
+  it('GET /v1/session names the tenant, the scopes and the trace link template; no key is a 401', async () => {
+    expect((await s.call('GET', '/v1/session', { key: ADMIN })).body).toMatchObject({
+      tenant: 'default',
+      scopes: ['ingest', 'query', 'admin'],
+      kind: 'env',
+      restricted: false,
+      trace_url_template: 'https://traces.example/t/{trace_id}',
+    });
+    expect((await s.call('GET', '/v1/session', { key: queryKey })).body).toMatchObject({ scopes: ['query'], kind: 'stored', restricted: true });
+    expect((await s.call('GET', '/v1/session')).status).toBe(401);
+  });
+
+  it('GET /v1/sources: connection, webhook secret and the last webhook with its outcome (a refused one included)', async () => {
+    const before = await s.call('GET', '/v1/sources', { key: ADMIN });
+    expect(before.status).toBe(200);
+    const kinds = before.body.sources as Record<string, unknown>[];
+    expect(kinds.map((k) => k.kind)).toEqual(['confluence', 'notion']);
+    expect(kinds[0]).toMatchObject({ connected: false, webhook_configured: true, last_webhook: null, last_reconcile: null });
+    expect(kinds[1]).toMatchObject({ connected: false, webhook_configured: false });
+    const hook = await fetch(`${s.url}/v1/webhooks/confluence`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"event":"page_updated"}' });
+    expect(hook.status).toBe(401);
+    const after = (await s.call('GET', '/v1/sources', { key: ADMIN })).body.sources as { last_webhook: Record<string, unknown> | null }[];
+    expect(after[0]!.last_webhook).toMatchObject({ ok: false, outcome: 'unauthorized' });
+    expect(typeof after[0]!.last_webhook!.at).toBe('string');
+    expect(after[1]!.last_webhook).toBeNull();
+  });
+
+  it('POST /v1/sources/reconcile (admin) runs a pass; a query-only key gets 403 on the sources routes', async () => {
+    const r = await s.call('POST', '/v1/sources/reconcile', { key: ADMIN });
+    expect(r.status).toBe(200);
+    expect(r.body).toEqual({ reports: [] });
+    expect((await s.call('POST', '/v1/sources/reconcile', { key: queryKey })).status).toBe(403);
+    expect((await s.call('GET', '/v1/sources', { key: queryKey })).status).toBe(403);
+  });
+
+  it('GET /v1/overview counts documents by status, answers and feedback of the last hour', async () => {
+    const o1 = (await s.call('GET', '/v1/overview', { key: ADMIN })).body;
+    expect(o1).toMatchObject({ documents: { indexed: 0 }, feedback: { up: expect.any(Number), down: expect.any(Number) } });
+    const q = await s.call('POST', '/v1/query', { key: queryKey, body: { question: 'what is a swept wing?' } });
+    expect(q.status).toBe(200);
+    expect((await s.call('POST', '/v1/feedback', { key: queryKey, body: { trace_id: q.body.trace_id, rating: 'down', comment: 'empty corpus' } })).status).toBe(202);
+    const o2 = (await s.call('GET', '/v1/overview', { key: ADMIN })).body as { answers: { answered: number; refused: number }; feedback: { down: number } };
+    const a1 = o1.answers as { answered: number; refused: number };
+    expect(o2.answers.answered + o2.answers.refused).toBe(a1.answered + a1.refused + 1);
+    expect(o2.feedback.down).toBe((o1.feedback as { down: number }).down + 1);
+    expect((await s.call('GET', '/v1/overview', { key: queryKey })).status).toBe(403);
+  });
+});
+
+describe('CounterWindow', () => {
+  const c = (n: number): OverviewCounters => ({ answered: n, refused: 0, feedback_up: 0, feedback_down: 0, index_events: n * 2, dead_letters: 0 });
+  it('answers deltas over the last hour, and the span it covers', () => {
+    const w = new CounterWindow(3_600_000);
+    expect(w.summary(0, c(5))).toEqual({ window_s: 0, counts: c(5) });
+    w.add(0, c(10));
+    expect(w.summary(30_000, c(12))).toEqual({ window_s: 30, counts: { ...c(2), index_events: 4 } });
+    for (let m = 1; m <= 120; m++) w.add(m * 60_000, c(10 + m));
+    // At 120 min the oldest sample inside the hour is the one of minute 60.
+    expect(w.summary(120 * 60_000, c(130))).toEqual({ window_s: 3600, counts: { ...c(60), index_events: 120 } });
+  });
+  it('a counter that went down (a reset) counts from zero', () => {
+    const w = new CounterWindow();
+    w.add(0, c(10));
+    expect(w.summary(1000, c(3)).counts.answered).toBe(3);
+  });
+});
+
+describe('config', () => {
+  it('RAG_TRACE_URL_TEMPLATE must contain {trace_id}', () => {
+    expect(() => loadConfig({ RAG_TRACE_URL_TEMPLATE: 'https://traces.example/' })).toThrow(/RAG_TRACE_URL_TEMPLATE/);
+    expect(loadConfig({ RAG_TRACE_URL_TEMPLATE: 'https://t/{trace_id}' }).RAG_TRACE_URL_TEMPLATE).toBe('https://t/{trace_id}');
+  });
+});
