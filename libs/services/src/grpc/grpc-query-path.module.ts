@@ -2,6 +2,7 @@ import { Module, type DynamicModule, type Type } from '@nestjs/common';
 import { ClientsModule, type ClientGrpc } from '@nestjs/microservices';
 import { RAG_GRPC_SERVICES, type QueryPathService } from '@rag/contracts';
 import type { AppConfig } from '@rag/platform';
+import { ReadinessService } from '../core/readiness';
 import { CONFIG, GENERATE_CALL, QUERY_EMBEDDING, RERANK_CALL, RETRIEVE_CALL } from '../core/tokens';
 import { EmbedderGrpcController } from '../embedder/embedder.grpc.controller';
 import { GeneratorGrpcController } from '../generator/generator.grpc.controller';
@@ -78,7 +79,14 @@ export class GrpcServerModule {
       module: GrpcServerModule,
       imports: [serviceModule],
       controllers: [GRPC_CONTROLLERS[service]],
-      providers: [{ provide: GrpcHealth, useFactory: () => new GrpcHealth(RAG_GRPC_SERVICES[service]) }],
+      providers: [
+        {
+          provide: GrpcHealth,
+          // Follows the process's readiness where ReadinessModule is loaded (runStandalone's health endpoints).
+          useFactory: (readiness?: ReadinessService) => new GrpcHealth(RAG_GRPC_SERVICES[service], readiness ?? undefined),
+          inject: [{ token: ReadinessService, optional: true }],
+        },
+      ],
       exports: [GrpcHealth],
     };
   }

@@ -8,10 +8,20 @@ import { AppError, Logger, type AppConfig } from '@rag/platform';
 /** Largest message either side accepts (a Retrieve response carries up to RAG_CANDIDATES chunks with parent text). */
 export const GRPC_MAX_MESSAGE_BYTES = 32 * 1024 * 1024;
 
+/** What the health state follows (the process's ReadinessService: bus, stores, model — core/readiness.ts). */
+export interface ReadinessSource {
+  readiness(): Promise<{ ok: boolean }>;
+}
+
+/** How often the gRPC health state re-reads readiness (each read is bounded by the readiness checks' own timeout). */
+export const GRPC_HEALTH_POLL_MS = 5_000;
+
 /**
  * grpc.health.v1 of one query-path server (the maintained grpc-health-check implementation: Check and Watch, for
- * Kubernetes grpc probes and grpc_health_probe): SERVING for '' and the service's full name from the start of the
- * server; on shutdown NOT_SERVING first, then the server drains its in-flight calls.
+ * Kubernetes grpc probes and grpc_health_probe), for '' and the service's full name: SERVING from the start of the
+ * server, then — given a readiness source — SERVING only while the process is ready (re-read every `pollMs`), so a
+ * retriever whose store is down says NOT_SERVING as its /readyz says 503; on shutdown NOT_SERVING first, then the
+ * server drains its in-flight calls.
  */
 @Injectable()
 export class GrpcHealth implements BeforeApplicationShutdown {
@@ -19,8 +29,14 @@ export class GrpcHealth implements BeforeApplicationShutdown {
   readonly implementation: HealthImplementation;
   private server?: Server;
   private drained?: Promise<void>;
+  private poll?: NodeJS.Timeout;
+  private current: ServingStatus = 'SERVING';
 
-  constructor(readonly serviceName: string) {
+  constructor(
+    readonly serviceName: string,
+    private readonly readiness?: ReadinessSource,
+    private readonly pollMs = GRPC_HEALTH_POLL_MS,
+  ) {
     this.implementation = new HealthImplementation({ '': 'SERVING', [serviceName]: 'SERVING' });
   }
 
@@ -28,14 +44,35 @@ export class GrpcHealth implements BeforeApplicationShutdown {
   attach(server: Server): void {
     this.implementation.addToServer(server);
     this.server = server;
+    if (this.readiness && !this.poll) {
+      this.poll = setInterval(() => void this.refresh(), this.pollMs);
+      this.poll.unref();
+      void this.refresh();
+    }
+  }
+
+  /** Re-reads readiness: SERVING when ready, NOT_SERVING when not (or when the read fails). */
+  async refresh(): Promise<void> {
+    if (!this.readiness || this.drained) return;
+    let next: ServingStatus;
+    try {
+      next = (await this.readiness.readiness()).ok ? 'SERVING' : 'NOT_SERVING';
+    } catch {
+      next = 'NOT_SERVING';
+    }
+    if (this.drained || next === this.current) return;
+    this.log.warn(`gRPC health ${next}`, { service: this.serviceName });
+    this.set(next);
   }
 
   set(status: ServingStatus): void {
+    this.current = status;
     for (const name of ['', this.serviceName]) this.implementation.setStatus(name, status);
   }
 
   /** Health → NOT_SERVING, then up to `graceMs` for in-flight calls before they are cancelled (before the stores close). */
   drain(graceMs = 5_000): Promise<void> {
+    clearInterval(this.poll);
     const server = this.server;
     if (!server) return Promise.resolve();
     this.drained ??= new Promise<void>((resolve) => {

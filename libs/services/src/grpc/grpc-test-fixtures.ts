@@ -27,7 +27,7 @@ import { RAG_GRPC_SERVICES, type QueryPathService } from '@rag/contracts';
 import { EMBEDDER, type Embedder, type Llm } from '@rag/ports';
 import { GENERATE_CALL, RERANK_CALL, RETRIEVE_CALL } from '../core/tokens';
 import { GRPC_CONTROLLERS } from './grpc-query-path.module';
-import { GrpcHealth, grpcServerOptions } from './grpc-server';
+import { GrpcHealth, grpcServerOptions, type ReadinessSource } from './grpc-server';
 
 /**
  * Test-only: the real local query-path services over real embedded adapters in a temp folder, with a few documents
@@ -120,9 +120,9 @@ export interface TestGrpcServer {
 }
 
 /** A real Transport.GRPC microservice with the service's @GrpcMethod controller around `impl`, on a free loopback port. */
-export async function serveGrpc<S extends QueryPathService>(service: S, impl: Served[S]): Promise<TestGrpcServer> {
+export async function serveGrpc<S extends QueryPathService>(service: S, impl: Served[S], opts: { readiness?: ReadinessSource; pollMs?: number } = {}): Promise<TestGrpcServer> {
   const port = await freePort();
-  const health = new GrpcHealth(RAG_GRPC_SERVICES[service]);
+  const health = new GrpcHealth(RAG_GRPC_SERVICES[service], opts.readiness, opts.pollMs);
   @Module({
     controllers: [GRPC_CONTROLLERS[service]],
     providers: [

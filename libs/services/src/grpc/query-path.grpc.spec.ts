@@ -307,6 +307,24 @@ describe('gRPC failures as AppErrors', () => {
     }
   });
 
+  it("follows the process's readiness: NOT_SERVING while a dependency is down, SERVING again once it is back", async () => {
+    const state = { ok: true };
+    const server = await serveGrpc('retriever', { retrieve: async () => ({ results: [], degraded: [], timings_ms: {} }) }, { readiness: { readiness: async () => state }, pollMs: 20 });
+    const watch = watchHealth(server.address, 'rag.v1.Retriever');
+    try {
+      await vi.waitFor(() => expect(watch.statuses).toEqual(['SERVING']));
+      state.ok = false; // e.g. OpenSearch stopped: /readyz answers 503
+      await vi.waitFor(() => expect(watch.statuses).toEqual(['SERVING', 'NOT_SERVING']));
+      expect(await checkHealth(server.address)).toBe('NOT_SERVING');
+      state.ok = true;
+      await vi.waitFor(() => expect(watch.statuses).toEqual(['SERVING', 'NOT_SERVING', 'SERVING']));
+      expect(await checkHealth(server.address, 'rag.v1.Retriever')).toBe('SERVING');
+    } finally {
+      watch.close();
+      await server.close();
+    }
+  });
+
   it('turns a server that stops mid-stream into an error, not a truncated answer', async () => {
     const server = await serveGrpc('generator', {
       generate: async (_q, _s, onDelta) => {
