@@ -9,6 +9,8 @@ import { createServer, type Server } from 'node:http';
 
 export interface ReceivedSpan {
   service: string;
+  /** The instrumentation scope (tracer) name: `rag` for stage spans, `@opentelemetry/instrumentation-…` for transports. */
+  scope: string;
   traceId: string;
   spanId: string;
   parentSpanId?: string;
@@ -42,7 +44,7 @@ interface OtlpSpan {
   status?: { code?: number };
 }
 interface ExportTraceServiceRequest {
-  resourceSpans?: { resource?: { attributes?: KeyValue[] }; scopeSpans?: { spans?: OtlpSpan[] }[] }[];
+  resourceSpans?: { resource?: { attributes?: KeyValue[] }; scopeSpans?: { scope?: { name?: string }; spans?: OtlpSpan[] }[] }[];
 }
 
 function value(v: AnyValue | undefined): string | number | boolean {
@@ -64,6 +66,7 @@ export function decodeOtlpJson(body: ExportTraceServiceRequest): ReceivedSpan[] 
         if (!/^[0-9a-f]{32}$/.test(s.traceId) || !/^[0-9a-f]{16}$/.test(s.spanId)) throw new Error(`not OTLP JSON hex ids: ${s.traceId} ${s.spanId}`);
         out.push({
           service,
+          scope: ss.scope?.name ?? '',
           traceId: s.traceId,
           spanId: s.spanId,
           ...(s.parentSpanId ? { parentSpanId: s.parentSpanId } : {}),

@@ -3,7 +3,10 @@
  * the servers first with `npm run infra:up`) export their spans over OTLP/HTTP (JSON) to a receiver in this test
  * (./otlp-receiver.ts decodes the documented OTLP JSON). One ingestion must be one trace from the gateway through
  * Kafka to the loader, chunker, embedder and indexer; one query one trace from the gateway through gRPC to the
- * embedder, retriever, reranker and generator, each stage span parent-linked to the previous process's span.
+ * embedder, retriever, reranker and generator, each stage span parent-linked to the previous process's span through
+ * exactly the transport spans of the OpenTelemetry instrumentations that carry the context (kafkajs: `send <topic>`
+ * in the publisher, `process <topic>` in the consumer; grpc: the CLIENT span in the caller, the SERVER span in the
+ * service) — no hand-made propagation, and nothing else in between.
  */
 import { call, env, GATEWAY, useDistributedPlatform, waitAll } from './distributed-harness';
 import { OtlpReceiver, renderTree, type ReceivedSpan } from './otlp-receiver';
@@ -14,7 +17,7 @@ env.OTEL_TRACES_EXPORTER = 'otlp';
 env.OTEL_EXPORTER_OTLP_ENDPOINT = receiver.endpoint;
 env.OTEL_BSP_SCHEDULE_DELAY = '200';
 
-const KEYS = ['rag.document_id', 'rag.tenant', 'rag.chunks', 'rag.vectors', 'rag.index.type', 'rag.embedding.model', 'rag.hits', 'rag.candidates', 'rag.refused', 'rag.degraded', 'rpc.method'];
+const KEYS = ['rag.document_id', 'rag.tenant', 'rag.chunks', 'rag.vectors', 'rag.index.type', 'rag.embedding.model', 'rag.hits', 'rag.candidates', 'rag.refused', 'rag.degraded', 'rpc.method', 'messaging.destination.name'];
 
 function byName(spans: ReceivedSpan[], name: string): ReceivedSpan {
   const found = spans.filter((s) => s.name === name);
@@ -23,6 +26,29 @@ function byName(spans: ReceivedSpan[], name: string): ReceivedSpan {
 }
 function expectChild(child: ReceivedSpan, parent: ReceivedSpan): void {
   expect(child.parentSpanId, `${child.service}:${child.name} is a child of ${parent.service}:${parent.name}`).toBe(parent.spanId);
+}
+// OTLP span kinds.
+const KIND = ['UNSPECIFIED', 'INTERNAL', 'SERVER', 'CLIENT', 'PRODUCER', 'CONSUMER'];
+/** The spans between `child` and its ancestor `ancestor`, top-down, as `service KIND name`; fails when it is none. */
+function between(child: ReceivedSpan, ancestor: ReceivedSpan, spans: ReceivedSpan[]): string[] {
+  const byId = new Map(spans.map((s) => [s.spanId, s]));
+  const path: string[] = [];
+  for (let s = byId.get(child.parentSpanId ?? ''); s !== ancestor; s = byId.get(s.parentSpanId ?? '')) {
+    if (!s) throw new Error(`${ancestor.service}:${ancestor.name} is not an ancestor of ${child.service}:${child.name} (spans above it: ${path.join(' > ') || 'none'})`);
+    path.unshift(`${s.service} ${KIND[s.kind]} ${s.name}`);
+  }
+  return path;
+}
+/** `child` runs in another process under `parent` through Kafka: the kafkajs instrumentation's spans only. */
+function expectKafkaHop(child: ReceivedSpan, parent: ReceivedSpan, topic: string, spans: ReceivedSpan[]): void {
+  const name = `${env.RAG_KAFKA_TOPIC_PREFIX ?? ''}${topic}`; // the harness's per-run topic prefix
+  const send = `${parent.service} PRODUCER send ${name}`;
+  // `process <topic>` is there when the consumer runs the stage inside the instrumentation's eachMessage span.
+  expect([[send], [send, `${child.service} CONSUMER process ${name}`]]).toContainEqual(between(child, parent, spans));
+}
+/** `stage` (in `service`) runs under `caller` through one gRPC call: the grpc instrumentation's CLIENT and SERVER spans. */
+function expectGrpcHop(stage: ReceivedSpan, caller: ReceivedSpan, rpc: string, service: string, spans: ReceivedSpan[]): void {
+  expect(between(stage, caller, spans)).toEqual([`${caller.service} CLIENT grpc.${rpc}`, `${service} SERVER grpc.${rpc}`]);
 }
 
 describe('distributed tracing: one ingestion and one query are each one trace across processes', () => {
@@ -47,14 +73,15 @@ describe('distributed tracing: one ingestion and one query are each one trace ac
     const spans = await receiver.waitFor(gateway!.traceId, ['load', 'chunk', 'embed', 'index', 'index-dense', 'index-keyword']);
     console.log(`ingestion trace ${gateway!.traceId}:\n${renderTree(spans, KEYS)}`);
     expect(gateway!.parentSpanId).toBeUndefined();
+    expect(gateway!.scope, 'the HTTP instrumentation opened the gateway span').toBe('@opentelemetry/instrumentation-http');
     const load = byName(spans, 'load');
     const chunk = byName(spans, 'chunk');
     const embed = byName(spans, 'embed');
     const index = byName(spans, 'index');
-    expectChild(load, gateway!);
-    expectChild(chunk, load);
-    expectChild(embed, chunk);
-    expectChild(index, embed);
+    expectKafkaHop(load, gateway!, 'rag.source.events.v1', spans);
+    expectKafkaHop(chunk, load, 'rag.documents.v1', spans);
+    expectKafkaHop(embed, chunk, 'rag.chunks.v1', spans);
+    expectKafkaHop(index, embed, 'rag.chunks.embedded.v1', spans);
     expectChild(byName(spans, 'index-dense'), index);
     expectChild(byName(spans, 'index-keyword'), index);
     expect([gateway!, load, chunk, embed, index].map((s) => s.service)).toEqual(['rag-gateway', 'rag-loader', 'rag-chunker', 'rag-embedder', 'rag-indexer']);
@@ -75,8 +102,10 @@ describe('distributed tracing: one ingestion and one query are each one trace ac
     const gateway = byName(spans, 'gateway');
     const query = byName(spans, 'query');
     expect(gateway.parentSpanId).toBeUndefined();
+    expect(gateway.scope).toBe('@opentelemetry/instrumentation-http');
     expectChild(query, gateway);
-    // Each remote stage: the gateway's CLIENT span for the RPC (child of `query`), the service's stage span under it.
+    // Each remote stage: the gateway's CLIENT span for the RPC (child of `query`), the service's SERVER span, the
+    // service's stage span under it.
     const remote: [string, string, string][] = [
       ['rag.v1.Embedder/Embed', 'query-embed', 'rag-embedder'],
       ['rag.v1.Retriever/Retrieve', 'retrieve', 'rag-retriever'],
@@ -84,11 +113,8 @@ describe('distributed tracing: one ingestion and one query are each one trace ac
       ['rag.v1.Generator/Generate', 'generate', 'rag-generator'],
     ];
     for (const [rpc, stage, service] of remote) {
-      const client = byName(spans, rpc);
       const server = byName(spans, stage);
-      expect(client.service).toBe('rag-gateway');
-      expectChild(client, query);
-      expectChild(server, client);
+      expectGrpcHop(server, query, rpc, service, spans);
       expect(server.service).toBe(service);
     }
     const retrieve = byName(spans, 'retrieve');

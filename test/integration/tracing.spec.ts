@@ -3,24 +3,31 @@
  * request through load → chunk → embed → index (index-dense, index-keyword) over the in-process log bus (trace
  * context in the message headers), and one query is one trace gateway → query → query-embed, retrieve
  * (retrieve-dense, retrieve-keyword, fuse), rerank, generate, whose id is the answer's `trace_id`. Spans go to an
- * in-memory exporter of the real OpenTelemetry SDK started the way every main starts it.
+ * in-memory exporter of the real OpenTelemetry SDK started the way every main starts it: before the platform is
+ * loaded, so the HTTP instrumentation opens the gateway's SERVER span (named `gateway` by the gateway).
  */
+import { SpanKind } from '@opentelemetry/api';
 import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { metricsRegistry, startTracing } from '@rag/platform';
-import { api, removeDir, startServer, waitForStatus, type Server } from '../e2e/harness';
+import type { Server } from '../e2e/harness';
 
 const exporter = new InMemorySpanExporter();
 startTracing('embedded-test', { spanProcessors: [new SimpleSpanProcessor(exporter)], env: {} });
+// Loaded in beforeAll (a static import would run before startTracing): Nest, Express and http are then required
+// after the SDK started, as in every main.
+let harness: typeof import('../e2e/harness');
+const HTTP_INSTRUMENTATION = '@opentelemetry/instrumentation-http';
 
 const SECRET_SENTENCE = 'The flutter margin of the tailplane was zorblax seven';
 
 let server: Server;
 beforeAll(async () => {
-  server = await startServer();
+  harness = await import('../e2e/harness');
+  server = await harness.startServer();
 }, 60_000);
 afterAll(async () => {
   await server?.stop();
-  if (server) removeDir(server.dataDir);
+  if (server) harness.removeDir(server.dataDir);
 });
 
 const spansOf = (traceId: string) => exporter.getFinishedSpans().filter((s) => s.spanContext().traceId === traceId);
@@ -44,13 +51,13 @@ async function waitForSpans(traceId: string, names: string[], timeoutMs = 10_000
 
 describe('tracing in embedded mode', () => {
   it('makes one ingestion one trace across the bus: gateway → load → chunk → embed → index → index-dense, index-keyword', async () => {
-    const r = await api(server, 'POST', '/v1/documents', {
+    const r = await harness.api(server, 'POST', '/v1/documents', {
       id: 'trace-doc-1',
       title: 'Tailplane flutter',
       text: `Flutter report.\n\n${SECRET_SENTENCE}. The test ran at Mach 0.8 in the transonic tunnel.`,
     });
     expect(r.status).toBe(202);
-    await waitForStatus(server, 'trace-doc-1', 'indexed');
+    await harness.waitForStatus(server, 'trace-doc-1', 'indexed');
     // Polled like the others: the SDK's span processor exports a span only once the resource's asynchronous
     // attributes (host/process detectors) have settled, which under load can come after the 202 was read.
     const findGateway = () =>
@@ -61,6 +68,7 @@ describe('tracing in embedded mode', () => {
     expect(gateway).toBeDefined();
     const spans = await waitForSpans(gateway!.spanContext().traceId, ['load', 'chunk', 'embed', 'index', 'index-dense', 'index-keyword']);
     expect(parentOf(gateway!)).toBeUndefined();
+    expect(gateway!.instrumentationScope.name).toBe(HTTP_INSTRUMENTATION);
     const load = one(spans, 'load');
     const chunk = one(spans, 'chunk');
     const embed = one(spans, 'embed');
@@ -84,7 +92,7 @@ describe('tracing in embedded mode', () => {
   });
 
   it('makes one query one trace whose id is the answer trace_id, with a span per query stage', async () => {
-    const r = await api<{ trace_id: string; refused: boolean }>(server, 'POST', '/v1/query', { question: 'At which Mach number did the flutter test run?', rerank: true });
+    const r = await harness.api<{ trace_id: string; refused: boolean }>(server, 'POST', '/v1/query', { question: 'At which Mach number did the flutter test run?', rerank: true });
     expect(r.status).toBe(200);
     expect(r.body.trace_id).toMatch(/^[0-9a-f]{32}$/);
     const spans = await waitForSpans(r.body.trace_id, ['gateway', 'query', 'query-embed', 'retrieve', 'retrieve-dense', 'retrieve-keyword', 'fuse', 'rerank', 'generate']);
@@ -92,7 +100,9 @@ describe('tracing in embedded mode', () => {
     const query = one(spans, 'query');
     const retrieve = one(spans, 'retrieve');
     expect(parentOf(gateway)).toBeUndefined();
-    expect(gateway.attributes).toMatchObject({ 'http.route': '/v1/query', 'http.response.status_code': 200 });
+    expect(gateway.instrumentationScope.name).toBe(HTTP_INSTRUMENTATION);
+    expect(gateway.kind).toBe(SpanKind.SERVER);
+    expect(gateway.attributes).toMatchObject({ 'http.route': '/v1/query', 'http.response.status_code': 200, 'rag.tenant': 'default' });
     expect(isChild(query, gateway)).toBe(true);
     for (const name of ['query-embed', 'retrieve', 'rerank', 'generate']) expect(isChild(one(spans, name), query), name).toBe(true);
     for (const name of ['retrieve-dense', 'retrieve-keyword', 'fuse']) expect(isChild(one(spans, name), retrieve), name).toBe(true);
@@ -109,7 +119,7 @@ describe('tracing in embedded mode', () => {
 
   it('continues a caller’s W3C trace context on the gateway', async () => {
     const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
-    const r = await api<{ trace_id: string }>(server, 'POST', '/v1/retrieve', { query: 'flutter Mach' }, { traceparent: `00-${traceId}-00f067aa0ba902b7-01` });
+    const r = await harness.api<{ trace_id: string }>(server, 'POST', '/v1/retrieve', { query: 'flutter Mach' }, { traceparent: `00-${traceId}-00f067aa0ba902b7-01` });
     expect(r.status).toBe(200);
     expect(r.body.trace_id).toBe(traceId);
     const spans = await waitForSpans(traceId, ['gateway', 'retrieve']);

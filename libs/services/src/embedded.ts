@@ -5,7 +5,7 @@ import { Module, type DynamicModule, type INestApplicationContext, type INestApp
 import { NestFactory } from '@nestjs/core';
 import { prepareModels } from '@rag/adapters';
 import { DocumentService, QueryOrchestrator, type StoreIntegrityService } from '@rag/application';
-import { type AppConfig, Logger, shutdownTracing, startTracing, loadConfigOrExit } from '@rag/platform';
+import { type AppConfig, Logger, nestLogger, shutdownTracing, startTracing, loadConfigOrExit } from '@rag/platform';
 import { BUS, REGISTRY, type Bus, type Registry } from '@rag/ports';
 import { ChunkerModule } from './chunker/chunker.module';
 import { CoreModule } from './core/core.module';
@@ -69,7 +69,7 @@ function handles(context: INestApplicationContext): EmbeddedHandles {
 export async function createEmbeddedContext(config: AppConfig): Promise<EmbeddedHandles> {
   await prepareModels(config); // a missing model fails here with one clear AppError, not inside dependency injection
   const integrity = await checkStoresAtStartup(config); // so does a damaged store file or a lost registry
-  const context = await NestFactory.createApplicationContext(embeddedModule(config, integrity), { logger: ['error', 'warn'], abortOnError: false });
+  const context = await NestFactory.createApplicationContext(embeddedModule(config, integrity), { logger: nestLogger, abortOnError: false });
   context.enableShutdownHooks(['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT']);
   return handles(context);
 }
@@ -79,7 +79,7 @@ export async function startEmbeddedServer(config: AppConfig, version = '0.1.0'):
   const log = new Logger('embedded');
   // Before any adapter opens a store: a damaged file or a lost registry refuses the start with one line per problem.
   const integrity = await checkStoresAtStartup(config);
-  const app = await NestFactory.create(embeddedModule(config, integrity), { bodyParser: false, logger: ['error', 'warn'], abortOnError: false });
+  const app = await NestFactory.create(embeddedModule(config, integrity), { bodyParser: false, logger: nestLogger, abortOnError: false });
   configureHttp(app, config, version);
   app.enableShutdownHooks(['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT']); // not Nest's default list: it includes SIGSEGV/SIGBUS, where a native crash must end the process, not start a JS shutdown
   await app.listen(config.RAG_PORT, config.RAG_HOST);

@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { Injectable, Module, type DynamicModule, type OnApplicationShutdown, type Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { Logger, shutdownTracing, startTracing, type AppConfig, loadConfigOrExit } from '@rag/platform';
+import { Logger, nestLogger, shutdownTracing, startTracing, type AppConfig, loadConfigOrExit } from '@rag/platform';
 import type { QueryPathService } from '@rag/contracts';
 import { CoreModule, type Part } from './core/core.module';
 import { connectGrpcMicroservice } from './grpc/grpc-server';
@@ -38,7 +38,7 @@ export async function runStandalone(
   if (parts.includes('embedder') || parts.includes('vectors')) await prepareModelsOrExit(cfg, name);
   const app = await NestFactory.create(
     { module: class StandaloneRoot {}, imports: [CoreModule.forRoot(cfg, parts), ...modules, ServiceHealthModule] },
-    { logger: ['error', 'warn'], bodyParser: !opts.gatewayHttp },
+    { logger: nestLogger, bodyParser: !opts.gatewayHttp },
   );
   if (opts.gatewayHttp) configureHttp(app, cfg, process.env.npm_package_version ?? '0.1.0');
   app.enableShutdownHooks(['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT']); // not Nest's default list: it includes SIGSEGV/SIGBUS, where a native crash must end the process, not start a JS shutdown

@@ -11,6 +11,12 @@ import {
   type TextMapGetter,
 } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import type { Instrumentation } from '@opentelemetry/instrumentation';
+import { ExpressInstrumentation, ExpressLayerType } from '@opentelemetry/instrumentation-express';
+import { GrpcInstrumentation } from '@opentelemetry/instrumentation-grpc';
+import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
+import { KafkaJsInstrumentation } from '@opentelemetry/instrumentation-kafkajs';
+import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
 import { NodeSDK } from '@opentelemetry/sdk-node';
 import {
   AlwaysOffSampler,
@@ -24,8 +30,16 @@ import { metrics, type StageName } from './metrics';
 
 /**
  * OpenTelemetry tracing of every service (and of the embedded runner): one span per pipeline and query stage, named
- * like the stage label of `rag_stage_duration_seconds` (STAGES), W3C trace context carried in Kafka/log-bus headers
- * and gRPC metadata so that one ingestion and one query are each one trace across processes.
+ * like the stage label of `rag_stage_duration_seconds` (STAGES), W3C trace context carried across processes so that
+ * one ingestion and one query are each one trace.
+ *
+ * The transports are traced by the maintained OpenTelemetry instrumentations (`instrumentations()` below), which
+ * also carry the W3C context: HTTP (the gateway's SERVER span, outgoing calls to stores and model servers), Express
+ * (the matched route), gRPC (CLIENT/SERVER spans and metadata on the query path), kafkajs (`send <topic>` /
+ * `process <topic>` spans and message headers) and pg (PostgreSQL queries). They patch modules as they are required,
+ * so `startTracing` must run before any of them is loaded (apps/<name>/src/tracing.ts, imported first by every main).
+ * The embedded log bus has no instrumentation: it writes `traceHeaders()` into its messages by hand and its consumers
+ * continue the trace with `extractTraceContext`.
  *
  * Configuration is the standard OpenTelemetry environment:
  * - `OTEL_TRACES_EXPORTER`: `otlp` (OTLP over HTTP, JSON — @opentelemetry/exporter-trace-otlp-http), `console`, or
@@ -132,7 +146,7 @@ export function startTracing(service: string, opts: TracingOptions = {}): Tracin
     // Traces only: no OTel logs or metrics pipelines (metrics are prom-client's /metrics).
     logRecordProcessors: [],
     metricReaders: [],
-    instrumentations: [],
+    instrumentations: instrumentations(),
   });
   sdk.start();
   let stopped: Promise<void> | undefined;
@@ -147,6 +161,69 @@ export function startTracing(service: string, opts: TracingOptions = {}): Tracin
   };
   active = handle;
   return handle;
+}
+
+/**
+ * Paths that are not API traffic: no span (a probe or scrape every few seconds would otherwise flood the traces).
+ * One list for the HTTP instrumentation and for the gateway's own accounting (libs/services/src/gateway/http.ts).
+ */
+export const UNTRACED_HTTP_PATHS: ReadonlySet<string> = new Set(['/metrics', '/healthz', '/readyz']);
+
+/** Whether a request URL (path and query, as in `IncomingMessage.url`) is a probe or a scrape. */
+export function isUntracedHttpPath(url: string | undefined): boolean {
+  if (url === undefined) return false;
+  const q = url.indexOf('?');
+  return UNTRACED_HTTP_PATHS.has(q < 0 ? url : url.slice(0, q));
+}
+
+// Incoming requests → the SERVER span the HTTP instrumentation opened for them, and the callbacks that name it.
+const serverSpans = new WeakMap<object, Span>();
+const serverSpanEnds = new WeakMap<object, (span: Span) => void>();
+
+/**
+ * The SERVER span the HTTP instrumentation started for this incoming request (it is the request's active context),
+ * with `onEnd` to run right before it ends — after the instrumentation's own attributes and its `METHOD route` name,
+ * so what `onEnd` sets (e.g. the stage name `gateway`) is final. Undefined when the instrumentation did not see the
+ * request (a probe path, OTEL_SDK_DISABLED, or http loaded before the SDK started); the caller then starts its own span.
+ */
+export function adoptServerSpan(req: object, onEnd: (span: Span) => void): Span | undefined {
+  const span = serverSpans.get(req);
+  if (span) serverSpanEnds.set(req, onEnd);
+  return span;
+}
+
+/**
+ * The instrumentations of the maintained OpenTelemetry packages this platform's transports use (see the header).
+ * - http: probes and scrapes are not traced; outgoing calls only within a trace (no root span per background call).
+ * - express: only the route (`http.route` and the SERVER span's name come from Express's matched route). Its
+ *   middleware/router/handler spans are off: the stage spans are the unit of these traces, and `query` must stay the
+ *   direct child of the `gateway` span (test/integration/tracing.spec.ts), not of "request handler - /v1/query".
+ * - grpc: CLIENT/SERVER spans and metadata propagation on the query path, except the health service's Check/Watch
+ *   (readiness probes every few seconds, the gRPC twin of the untraced HTTP probe paths).
+ * - kafkajs: defaults (`send <topic>` / `process <topic>` spans, context in the message headers).
+ * - pg: statements only inside a trace (no root span per pool or leader-lock query); parameters are never recorded.
+ */
+export function instrumentations(): Instrumentation[] {
+  return [
+    new HttpInstrumentation({
+      ignoreIncomingRequestHook: (req) => isUntracedHttpPath(req.url),
+      requireParentforOutgoingSpans: true,
+      requestHook: (span, req) => {
+        // Incoming requests only (an outgoing ClientRequest has setHeader).
+        if (!('setHeader' in req)) serverSpans.set(req, span);
+      },
+      applyCustomAttributesOnSpan: (span, req) => {
+        const onEnd = serverSpanEnds.get(req);
+        if (!onEnd) return;
+        serverSpanEnds.delete(req);
+        onEnd(span);
+      },
+    }),
+    new ExpressInstrumentation({ ignoreLayersType: [ExpressLayerType.MIDDLEWARE, ExpressLayerType.ROUTER, ExpressLayerType.REQUEST_HANDLER] }),
+    new GrpcInstrumentation({ ignoreGrpcMethods: ['Check', 'Watch'] }),
+    new KafkaJsInstrumentation(),
+    new PgInstrumentation({ requireParentSpan: true, enhancedDatabaseReporting: false }),
+  ];
 }
 
 /** The running tracing handle, if startTracing was called. */

@@ -1,7 +1,7 @@
 import type { INestApplication } from '@nestjs/common';
 import { SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import { type AppConfig, extractTraceContext, failSpan, metrics, SpanKind, startSpan, withTraceContext } from '@rag/platform';
+import { adoptServerSpan, type AppConfig, extractTraceContext, failSpan, isUntracedHttpPath, metrics, SpanKind, startSpan, withTraceContext, type Span } from '@rag/platform';
 import { serveConsole } from './console';
 import { HttpErrorFilter } from './http-error.filter';
 import { buildOpenApi } from './openapi';
@@ -34,46 +34,50 @@ export function configureHttp(app: INestApplication, config: AppConfig, version:
   SwaggerModule.setup('docs', app, buildOpenApi(version) as unknown as OpenAPIObject, { jsonDocumentUrl: 'docs/openapi.json' });
 }
 
-/** Paths that are not API traffic: no span (a scrape every few seconds would otherwise flood the traces). */
-const UNTRACED = new Set(['/metrics', '/healthz', '/readyz']);
-
 /**
- * One SERVER span named `gateway` per API request, continuing the caller's W3C trace context when it sends one; it
- * is the active context of everything the request does (so `trace_id` in answers is this trace). On `finish` (or
- * `close` when the client went away): route, status, `rag_http_requests_total`, `rag_http_request_duration_seconds`
- * and the `gateway` stage latency.
+ * The request's SERVER span, named `gateway` (the stage label), continuing the caller's W3C trace context when it
+ * sends one; it is the active context of everything the request does (so `trace_id` in answers is this trace).
+ * The HTTP instrumentation (libs/platform tracing) opens it and extracts the context; this middleware names it and
+ * sets the route, status and tenant when it ends. Where the instrumentation did not see the request (the http module
+ * was loaded before the SDK started, or the SDK is off) the middleware starts the same span itself. Probes and
+ * scrapes (UNTRACED_HTTP_PATHS) get no span. On `finish` (or `close` when the client went away):
+ * `rag_http_requests_total`, `rag_http_request_duration_seconds` and the `gateway` stage latency.
  */
 function gatewaySpan(req: Request, res: Response, next: NextFunction): void {
   const started = performance.now();
-  const traced = !UNTRACED.has(req.path);
-  const { span, context } = traced
-    ? startSpan(
-        'gateway',
-        { 'http.request.method': req.method, 'url.path': req.path },
-        { kind: SpanKind.SERVER, parent: extractTraceContext(req.headers) },
-      )
-    : { span: undefined, context: undefined };
+  const traced = !isUntracedHttpPath(req.originalUrl);
+  // The route pattern (bounded label values), without Express's escapes (`/v1/documents\\:batch`).
+  const routeOf = () => (req.route as { path?: string } | undefined)?.path?.replace(/\\/g, '') ?? 'unmatched';
+  const annotate = (span: Span) => {
+    const aborted = !res.writableFinished;
+    span.updateName('gateway');
+    span.setAttributes({ 'http.request.method': req.method, 'url.path': req.path, 'http.route': routeOf(), 'http.response.status_code': res.statusCode });
+    const tenant = (req as Request & { principal?: { tenant?: unknown } }).principal?.tenant;
+    if (typeof tenant === 'string') span.setAttribute('rag.tenant', tenant);
+    if (res.statusCode >= 500 || aborted) failSpan(span, new Error(aborted ? 'client closed the connection' : `HTTP ${res.statusCode}`));
+  };
+  const own =
+    traced && !adoptServerSpan(req, annotate)
+      ? startSpan('gateway', { 'http.request.method': req.method, 'url.path': req.path }, { kind: SpanKind.SERVER, parent: extractTraceContext(req.headers) })
+      : undefined;
   let done = false;
   const finish = () => {
     if (done) return;
     done = true;
-    // The route pattern (bounded label values), without Express's escapes (`/v1/documents\\:batch`).
-    const route = (req.route as { path?: string } | undefined)?.path?.replace(/\\/g, '') ?? 'unmatched';
+    const route = routeOf();
     const status = res.writableFinished ? String(res.statusCode) : 'aborted';
     const seconds = (performance.now() - started) / 1000;
     metrics.httpRequests.inc({ method: req.method, route, status });
     metrics.httpLatency.observe({ method: req.method, route, status }, seconds);
-    if (!span) return;
+    if (!traced) return;
     metrics.stageLatency.observe({ stage: 'gateway' }, seconds);
-    span.updateName('gateway');
-    span.setAttributes({ 'http.route': route, 'http.response.status_code': res.statusCode });
-    const tenant = (req as Request & { principal?: { tenant?: unknown } }).principal?.tenant;
-    if (typeof tenant === 'string') span.setAttribute('rag.tenant', tenant);
-    if (res.statusCode >= 500 || status === 'aborted') failSpan(span, new Error(status === 'aborted' ? 'client closed the connection' : `HTTP ${res.statusCode}`));
-    span.end();
+    if (own) {
+      annotate(own.span);
+      own.span.end();
+    }
   };
   res.on('finish', finish);
   res.on('close', finish);
-  if (context) withTraceContext(context, next);
+  if (own) withTraceContext(own.context, next);
   else next();
 }
