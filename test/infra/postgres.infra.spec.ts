@@ -3,9 +3,12 @@
 // - the same contract suites as the SQLite adapters (libs/adapters/src/postgres/contract), one schema per test;
 // - migrations: concurrent start-ups apply each version once, a newer schema is refused;
 // - leader election: exactly one leader; its connection terminated or its process killed -9 → another takes over;
-// - rate limits: two limiters (two gateway replicas) on one key together hold the configured rate.
-import { spawn } from 'node:child_process';
+// - rate limits: two limiters (two gateway replicas) on one key together hold the configured rate;
+// - outages: an unreachable server is `unavailable` (not a bad message), and the pool recovers by itself.
+import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
+import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import {
@@ -101,22 +104,35 @@ describe('PostgreSQL migrations', () => {
 });
 
 describe('PgLeaderElection', () => {
-  const leaderPid = async (): Promise<number | undefined> =>
-    (await admin.query<{ pid: number }>(`SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND classid = $1 AND granted`, [LEADER_LOCK_CLASS])).rows[0]?.pid;
+  const leaderPid = async (name: string): Promise<number | undefined> =>
+    (
+      await admin.query<{ pid: number }>(
+        `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND classid = $1 AND objid::bigint = (hashtext($2)::bigint & 4294967295) AND granted`,
+        [LEADER_LOCK_CLASS, name],
+      )
+    ).rows[0]?.pid;
 
   it('elects exactly one leader; when its connection is terminated it steps down and another takes over', async () => {
     const name = `reconciler-${schema}`;
-    const nodes = await Promise.all([0, 1, 2].map(() => track(Promise.resolve(new PgLeaderElection({ url: URL, name, pollMs: 100 })))));
+    const changes: [number, boolean][] = [];
+    const nodes = await Promise.all(
+      [0, 1, 2].map((i) => track(Promise.resolve(new PgLeaderElection({ url: URL, name, pollMs: 100, onChange: (v) => changes.push([i, v]) })))),
+    );
     for (const n of nodes) await n.start();
     expect(nodes.filter((n) => n.isLeader()).length).toBe(1);
-    const first = nodes.find((n) => n.isLeader())!;
-    const pid = await leaderPid();
+    const first = nodes.findIndex((n) => n.isLeader());
+    const pid = await leaderPid(name);
     expect(pid).toBeDefined();
+    changes.length = 0;
     await admin.query('SELECT pg_terminate_backend($1)', [pid]);
+    // The leader steps down as soon as its session is gone; then exactly one replica holds the lock again (any of
+    // them: the old leader reconnects and campaigns like the others).
     await vi.waitFor(() => {
-      expect(first.isLeader()).toBe(false);
+      expect(changes).toContainEqual([first, false]);
       expect(nodes.filter((n) => n.isLeader()).length).toBe(1);
+      expect(changes.some(([, v]) => v)).toBe(true);
     }, { timeout: 10_000, interval: 50 });
+    expect(await leaderPid(name)).not.toBe(pid);
     // Closing the new leader hands over again (its session ends, the lock is free at once).
     const second = nodes.find((n) => n.isLeader())!;
     await second.close();
@@ -178,5 +194,59 @@ describe('PgRateLimiter (shared by gateway replicas)', () => {
     // Never more than burst + rps × elapsed in total (two independent in-process buckets would allow twice that).
     expect(allowed).toBeLessThanOrEqual(1 + 20 * elapsedS + 1);
     expect(allowed).toBeGreaterThan(0);
+  });
+});
+
+describe('PostgreSQL outages', () => {
+  // A loopback TCP proxy in front of the server that the test can cut and restore (the server itself keeps running).
+  const proxy = () => {
+    const target = new globalThis.URL(URL);
+    const sockets = new Set<Socket>();
+    const server = createServer((client) => {
+      const upstream = connect(Number(target.port || 5432), target.hostname);
+      for (const s of [client, upstream]) {
+        sockets.add(s);
+        s.on('error', () => undefined);
+        s.on('close', () => sockets.delete(s));
+      }
+      client.pipe(upstream).pipe(client);
+    });
+    let port = 0;
+    return {
+      url: () => `postgres://${target.username}@127.0.0.1:${port}${target.pathname}`,
+      up: () => new Promise<void>((resolve) => server.listen(port, '127.0.0.1', () => ((port = (server.address() as AddressInfo).port), resolve()))),
+      down: () => new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve());
+      }),
+    };
+  };
+
+  it('reports an unreachable database as `unavailable` (503, a transient bus failure) and recovers without a restart', async () => {
+    const p = proxy();
+    await p.up();
+    const r = await track(PgRegistry.open({ url: p.url(), schema, connectTimeoutMs: 2_000 }));
+    await r.accept({ document_id: 'd', tenant: 't', op: 'upsert' });
+    await p.down();
+    await expect(r.get('d')).rejects.toMatchObject({ code: 'unavailable', message: expect.stringMatching(/^PostgreSQL unavailable/) });
+    await expect(r.accept({ document_id: 'e', tenant: 't', op: 'upsert' })).rejects.toMatchObject({ code: 'unavailable' });
+    await p.up();
+    await vi.waitFor(async () => expect((await r.get('d'))?.version).toBe(1), { timeout: 10_000, interval: 100 });
+    expect((await r.accept({ document_id: 'd', tenant: 't', op: 'upsert' })).version).toBe(2);
+    await p.down();
+    // Starting against a database that is not there fails the same way (the platform's start-up names it).
+    await expect(PgRegistry.open({ url: p.url(), schema: newSchema(), connectTimeoutMs: 1_000 })).rejects.toMatchObject({ code: 'unavailable' });
+    // Other errors are not outages: a constraint violation keeps its own error.
+    await p.up();
+    const keys = await track(PgApiKeyStore.open({ url: p.url(), schema }));
+    await keys.insert({ id: 'k', digest: 'a'.repeat(64), tenant: 't', scopes: ['query'] });
+    await expect(keys.insert({ id: 'k', digest: 'b'.repeat(64), tenant: 't', scopes: ['query'] })).rejects.toMatchObject({ code: 'conflict' });
+    await p.down();
+  });
+
+  it('servers.sh reports the local server running and ready', () => {
+    const r = spawnSync('bash', [join(process.cwd(), 'deploy/local/servers.sh'), 'status', 'postgres'], { encoding: 'utf8' });
+    expect(r.status, r.stdout + r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/postgres\s+running, ready/);
   });
 });

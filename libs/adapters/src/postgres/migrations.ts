@@ -141,6 +141,11 @@ export async function migrate(pool: pg.Pool, migrations: readonly Migration[], l
   });
   const client = await pool.connect();
   let broken = false;
+  // A checked-out client has no pool listener: a dying connection must not become an uncaught 'error'.
+  const onError = () => {
+    broken = true;
+  };
+  client.on('error', onError);
   try {
     // A session lock on a dedicated connection: held across the per-version transactions below, released on unlock
     // or, if this process dies mid-way, when the server notices the connection is gone.
@@ -174,6 +179,7 @@ export async function migrate(pool: pg.Pool, migrations: readonly Migration[], l
       });
     }
   } finally {
+    client.removeListener('error', onError);
     client.release(broken);
   }
 }

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { Logger } from '@rag/platform';
+import { AppError, Logger } from '@rag/platform';
 import { migrate, type Migration, MIGRATIONS } from './migrations';
 
 /**
@@ -78,7 +78,7 @@ export class PgDatabase {
         await migrate(pool, opts.migrations ?? MIGRATIONS, log);
       } catch (e) {
         await pool.end().catch(() => undefined);
-        throw e;
+        throw asUnavailable(e);
       }
       return new PgDatabase(pool, key, log);
     })();
@@ -92,7 +92,9 @@ export class PgDatabase {
   }
 
   query<R extends pg.QueryResultRow = pg.QueryResultRow>(sql: string, params: unknown[] = []): Promise<pg.QueryResult<R>> {
-    return this.pool.query<R>(sql, params);
+    return this.pool.query<R>(sql, params).catch((e: unknown) => {
+      throw asUnavailable(e);
+    });
   }
 
   /**
@@ -102,10 +104,20 @@ export class PgDatabase {
    */
   async transaction<T>(fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
-      const client = await this.pool.connect();
+      const client = await this.pool.connect().catch((e: unknown) => {
+        throw asUnavailable(e);
+      });
       let broken = false;
+      // A checked-out client has no pool listener: its connection dying would otherwise be an uncaught 'error'.
+      const onError = (e: Error) => {
+        broken = true;
+        this.log.warn('PostgreSQL connection failed during a transaction', { error: e.message });
+      };
+      client.on('error', onError);
+      let begun = false;
       try {
         await client.query('BEGIN');
+        begun = true;
         const out = await fn(client);
         await client.query('COMMIT');
         return out;
@@ -115,8 +127,16 @@ export class PgDatabase {
         });
         const code = (e as { code?: string }).code;
         if ((code === '40001' || code === '40P01') && attempt < 5) continue;
-        throw e;
+        const mapped = asUnavailable(e);
+        // A pooled connection that died while idle (a failover, a network blip) fails at BEGIN: nothing ran, so
+        // take a fresh connection once more.
+        if (!begun && mapped instanceof AppError && mapped.code === 'unavailable' && attempt < 2) {
+          broken = true;
+          continue;
+        }
+        throw mapped;
       } finally {
+        client.removeListener('error', onError);
         client.release(broken);
       }
     }
@@ -132,6 +152,29 @@ export class PgDatabase {
 }
 
 const OPEN = new Map<string, Promise<PgDatabase>>();
+
+/** Node socket errors of a server that is down, restarting or unreachable. */
+const NET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+
+/**
+ * The database being unreachable (down, restarting, failing over, out of connections, a statement past its timeout)
+ * is an outage, not a bad message: it becomes AppError `unavailable` (503 at the API; the bus holds the message for
+ * RAG_BUS_TRANSIENT_RETRY_S instead of dead-lettering it). Other errors (constraint violations, bugs) pass unchanged.
+ * SQLSTATE classes: 08 connection exception, 57P01-57P03 shutdown/cannot connect now, 53300 too many connections,
+ * 57014 statement timeout, 25006 read-only transaction (a standby after a failover, until the pool reconnects).
+ */
+export function asUnavailable(e: unknown): unknown {
+  if (e instanceof AppError) return e;
+  const err = e as { code?: unknown; message?: unknown };
+  const code = typeof err?.code === 'string' ? err.code : '';
+  const message = typeof err?.message === 'string' ? err.message : String(e);
+  const outage =
+    NET_CODES.has(code) ||
+    code.startsWith('08') ||
+    ['57P01', '57P02', '57P03', '53300', '57014', '25006'].includes(code) ||
+    /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|connection is closed/i.test(message);
+  return outage ? new AppError('unavailable', `PostgreSQL unavailable: ${message}`, { code: code || undefined }) : e;
+}
 
 /** Replaces NUL characters, which PostgreSQL text cannot hold (SQLite can): free text keeps its length and the rest. */
 export const pgText = (s: string | null | undefined): string | null => (s == null ? null : s.includes('\u0000') ? s.replace(/\u0000/g, '\uFFFD') : s);
