@@ -88,6 +88,13 @@ describe('web console (Chromium)', () => {
     await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur());
     mkdirSync(IMAGES, { recursive: true });
     await page.screenshot({ path: join(IMAGES, 'console-documents.png') });
+    // The document page lists the chunks of the active version with their heading paths.
+    await row('upload:wings.md').getByRole('link').click();
+    await page.locator('tr[data-chunk^="upload:wings.md#v1#"]').first().waitFor();
+    expect(await page.locator('table.chunks').textContent()).toContain('Swept wings › Boundary layer transition');
+    expect(await page.getByRole('heading', { level: 2 }).first().textContent()).toMatch(/^Chunks of version 1 \(\d+\)$/);
+    await page.getByRole('link', { name: /Back/ }).click();
+    await row('upload:wings.md').waitFor();
   });
 
   it('asks: the answer streams in, a [n] citation opens the cited chunk with its supporting text highlighted', async () => {

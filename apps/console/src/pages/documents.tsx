@@ -252,10 +252,26 @@ export function DocumentsPage() {
   );
 }
 
-/** One document: status, versions, chunks count, failure reason, metadata and ACL. */
+interface ChunkRow {
+  chunk_id: string;
+  ordinal: number;
+  kind: 'parent' | 'child';
+  parent_id: string | null;
+  heading_path: string[];
+  text: string;
+  token_count: number;
+}
+
+const CHUNK_PAGE = 50;
+
+/** One document: status, versions, failure reason, metadata, ACL, and the chunks of its active version (paged). */
 export function DocumentPage({ id }: { id: string }) {
   const { t, lang } = useApp();
   const { data, error } = useResource<DocumentRow>(`/v1/documents/${encodeURIComponent(id)}`);
+  const [chunkOffset, setChunkOffset] = useState(0);
+  const chunks = useResource<{ active_version: number | null; total: number; chunks: ChunkRow[] }>(
+    `/v1/documents/${encodeURIComponent(id)}/chunks?limit=${CHUNK_PAGE}&offset=${chunkOffset}`,
+  );
   return (
     <section aria-labelledby="doc-h">
       <p>
@@ -299,6 +315,52 @@ export function DocumentPage({ id }: { id: string }) {
           <dd>{(data.acl ?? []).join(', ') || '—'}</dd>
         </dl>
       )}
+      <h2>{t('chunk_list', { version: chunks.data?.active_version ?? '—', total: chunks.data?.total ?? 0 })}</h2>
+      <ErrorBanner error={chunks.error} />
+      <div class="table-wrap">
+        <table class="chunks">
+          <thead>
+            <tr>
+              <th scope="col">#</th>
+              <th scope="col">{t('kind')}</th>
+              <th scope="col">{t('heading_path')}</th>
+              <th scope="col">{t('parent')}</th>
+              <th scope="col">{t('text')}</th>
+            </tr>
+          </thead>
+          <tbody>
+            {chunks.data?.chunks.map((c) => (
+              <tr key={c.chunk_id} data-chunk={c.chunk_id} data-kind={c.kind}>
+                <td>{c.ordinal}</td>
+                <td>
+                  <span class={`badge ${c.kind === 'parent' ? 'deleted' : 'indexed'}`}>{c.kind}</span>
+                </td>
+                <td>{c.heading_path.join(' › ') || '—'}</td>
+                <td>{c.parent_id ? `#${c.parent_id.split('#').pop()}` : '—'}</td>
+                <td class="chunk-cell">
+                  <details>
+                    <summary>{c.text.length > 140 ? `${c.text.slice(0, 140)}…` : c.text}</summary>
+                    <p class="chunk-text">{c.text}</p>
+                  </details>
+                  <small class="muted">{t('tokens', { n: c.token_count })}</small>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+      {(chunks.data?.total ?? 0) > CHUNK_PAGE && (
+        <nav class="pager row" aria-label={t('chunk_pages')}>
+          <button type="button" disabled={chunkOffset === 0} onClick={() => setChunkOffset(Math.max(0, chunkOffset - CHUNK_PAGE))}>
+            {t('previous')}
+          </button>
+          <span>{t('page', { n: chunkOffset / CHUNK_PAGE + 1 })}</span>
+          <button type="button" disabled={chunkOffset + CHUNK_PAGE >= (chunks.data?.total ?? 0)} onClick={() => setChunkOffset(chunkOffset + CHUNK_PAGE)}>
+            {t('next')}
+          </button>
+        </nav>
+      )}
+      <p class="muted">{t('versions_note')}</p>
     </section>
   );
 }

@@ -1,5 +1,6 @@
 export * from './validate';
 export * from './document.service';
+export * from './document-chunks';
 export * from './stage-publisher';
 export * from './loader.stage';
 export * from './chunker.stage';

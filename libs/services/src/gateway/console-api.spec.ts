@@ -169,6 +169,64 @@ describe('console endpoints: session, sources, overview', () => {
   });
 });
 
+describe('GET /v1/documents/{id}/chunks', () => {
+  const ADMIN = 'chunks-admin-key-0123456789';
+  const OTHER = 'chunks-other-tenant-key-0123456789';
+  let s: Awaited<ReturnType<typeof start>>;
+  const GUIDE = '# Wind tunnels\n\n## Test section\nThe test section holds the model; its walls are slotted to reduce blockage.\n\n## Diffuser\nThe diffuser recovers pressure downstream of the test section.\n';
+  const indexed = async (key: string, id: string) => {
+    for (;;) {
+      const r = await s.call('GET', `/v1/documents/${id}`, { key });
+      if (r.body.status === 'indexed') return r.body;
+      if (r.body.status === 'failed') throw new Error(JSON.stringify(r.body));
+      await new Promise((res) => setTimeout(res, 50));
+    }
+  };
+  beforeAll(async () => {
+    s = await start({ RAG_API_KEYS: `${ADMIN},${OTHER}=acme` });
+  });
+  afterAll(() => s?.close());
+
+  it('lists the active version’s chunks in ordinal order with heading paths and parent links, paged', async () => {
+    expect((await s.call('POST', '/v1/documents', { key: ADMIN, body: { id: 'guide', title: 'Guide', text: GUIDE, mime_type: 'text/markdown' } })).status).toBe(202);
+    const doc = await indexed(ADMIN, 'guide');
+    const r = await s.call('GET', '/v1/documents/guide/chunks', { key: ADMIN });
+    expect(r.status).toBe(200);
+    const body = r.body as { active_version: number; total: number; chunks: { chunk_id: string; ordinal: number; kind: string; parent_id: string | null; heading_path: string[]; text: string }[] };
+    expect(body.active_version).toBe(1);
+    expect(body.total).toBeGreaterThanOrEqual(doc.chunks as number);
+    expect(body.chunks.map((c) => c.ordinal)).toEqual([...Array(body.total).keys()]);
+    for (const c of body.chunks) {
+      expect(c.chunk_id).toBe(`guide#v1#${c.ordinal}`);
+      if (c.parent_id !== null) expect(body.chunks.map((x) => x.chunk_id)).toContain(c.parent_id);
+    }
+    expect(body.chunks.filter((c) => c.kind === 'child').length).toBe(doc.chunks);
+    expect(body.chunks.some((c) => c.heading_path.includes('Diffuser') && c.text.includes('recovers pressure'))).toBe(true);
+    const second = await s.call('GET', '/v1/documents/guide/chunks?limit=1&offset=1', { key: ADMIN });
+    expect((second.body.chunks as unknown[]).length).toBe(body.total > 1 ? 1 : 0);
+  });
+
+  it('another tenant’s document ids resolve inside that tenant (ids without the tenant qualifier)', async () => {
+    expect((await s.call('POST', '/v1/documents', { key: OTHER, body: { id: 'guide', title: 'Acme guide', text: GUIDE } })).status).toBe(202);
+    await indexed(OTHER, 'guide');
+    const r = await s.call('GET', '/v1/documents/guide/chunks', { key: OTHER });
+    const chunks = r.body.chunks as { chunk_id: string; title: string }[];
+    expect(chunks.length).toBeGreaterThan(0);
+    expect(chunks.every((c) => c.chunk_id.startsWith('guide#v1#') && c.title === 'Acme guide')).toBe(true);
+  });
+
+  it('4xx: an unknown document, a bad page, an unknown parameter; nothing for a key without ingest', async () => {
+    expect((await s.call('GET', '/v1/documents/nope/chunks', { key: ADMIN })).status).toBe(404);
+    const bad = await s.call('GET', '/v1/documents/guide/chunks?limit=0', { key: ADMIN });
+    expect(bad.status).toBe(400);
+    expect(String((bad.body.error as { message: string }).message)).toMatch(/limit/);
+    expect((await s.call('GET', '/v1/documents/guide/chunks?limit=500', { key: ADMIN })).status).toBe(400);
+    expect((await s.call('GET', '/v1/documents/guide/chunks?page=2', { key: ADMIN })).status).toBe(400);
+    const q = await s.call('POST', '/v1/admin/api-keys', { key: ADMIN, body: { scopes: ['query'] } });
+    expect((await s.call('GET', '/v1/documents/guide/chunks', { key: q.body.key as string })).status).toBe(403);
+  });
+});
+
 describe('CounterWindow', () => {
   const c = (n: number): OverviewCounters => ({ answered: n, refused: 0, feedback_up: 0, feedback_down: 0, index_events: n * 2, dead_letters: 0 });
   it('answers deltas over the last hour, and the span it covers', () => {

@@ -11,6 +11,7 @@ import { CONFIG, GENERATE_CALL, QUERY_EMBEDDING, RERANK_CALL, RETRIEVE_CALL } fr
 import { AdminController } from './admin.controller';
 import { Authenticator } from './auth';
 import { AuthGuard } from './auth.guard';
+import { DocumentChunksController } from './document-chunks.controller';
 import { DocumentsController } from './documents.controller';
 import { AUTH, RATE_LIMITER } from './gateway.tokens';
 import { TokenBucketLimiter } from './rate-limit';
@@ -63,7 +64,7 @@ export class GatewayModule {
     return {
       module: GatewayModule,
       imports: [multer, queryPath, SourcesModule],
-      controllers: [DocumentsController, QueryController, HealthController, AdminController, SessionController, SourcesController, OverviewController],
+      controllers: [DocumentsController, QueryController, HealthController, AdminController, SessionController, SourcesController, OverviewController, DocumentChunksController],
       providers: [
         StatusConsumer,
         OverviewSampler,

@@ -110,6 +110,7 @@ describe('OpenAPI document', () => {
         'get /v1/sources',
         'post /v1/sources/reconcile',
         'get /v1/overview',
+        'get /v1/documents/{id}/chunks',
       ].sort(),
     );
     for (const { path, method, op } of authenticated) {

@@ -153,6 +153,23 @@ export function buildOpenApi(version: string) {
         get: { summary: 'Document status', responses: { '200': { description: 'status' }, '404': error('not found'), ...authErrors } },
         delete: { summary: 'Delete a document from every store', responses: { '202': { description: 'queued' }, '404': error('not found'), ...authErrors } },
       },
+      '/v1/documents/{id}/chunks': {
+        parameters: [idParam],
+        get: {
+          summary: 'The chunks of the document’s active version, in ordinal order (parent/child, heading path, text), paged; the embedded platform serves it (a gateway without the stores answers 503)',
+          parameters: [
+            { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 } },
+            { name: 'offset', in: 'query', schema: { type: 'integer', minimum: 0, maximum: 1000000, default: 0 } },
+          ],
+          responses: {
+            '200': { description: '{document_id, status, version, active_version, total, offset, chunks: [{chunk_id, ordinal, kind, parent_id, heading_path, title, text, token_count, source_url?}]}' },
+            '400': error('invalid query parameter'),
+            '404': error('not found'),
+            '503': error('no keyword index in this gateway process'),
+            ...authErrors,
+          },
+        },
+      },
       '/v1/query': {
         post: {
           summary: 'Answer a question with citations (stream:true for server-sent events)',
