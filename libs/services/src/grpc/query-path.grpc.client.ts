@@ -8,14 +8,32 @@ import { fromGrpcError } from './grpc-errors';
 import { fromWireChunk, retrievalFromWire, retrieveRequestToWire, toDegraded, toWireChunk } from './grpc-mapping';
 import { GRPC_MAX_MESSAGE_BYTES } from './grpc-server';
 
-/** Reconnect quickly after a service restarts; bounded messages as on the server. */
+/**
+ * The channel's service config: calls spread round-robin over every address the target resolves to — a headless
+ * Kubernetes Service (`dns:///retriever-headless:50052`) or a list (`ipv4:10.0.0.1:50052,10.0.0.2:50052`) — and a
+ * replica that goes away is dropped from the picker; with one address it is pick-first. A call that fails UNAVAILABLE
+ * (e.g. picked on a replica in the moment it died) is retried on another; every query-path call is a read, so a
+ * retry is safe, and the call's deadline still bounds all attempts together.
+ */
+export const QUERY_PATH_SERVICE_CONFIG = {
+  loadBalancingConfig: [{ round_robin: {} }],
+  methodConfig: [
+    {
+      name: ['Embedder', 'Retriever', 'Reranker', 'Generator'].map((s) => ({ service: `rag.v1.${s}` })),
+      retryPolicy: { maxAttempts: 3, initialBackoff: '0.05s', maxBackoff: '0.5s', backoffMultiplier: 2, retryableStatusCodes: ['UNAVAILABLE'] },
+    },
+  ],
+};
+
+/** Balanced and retried as above; reconnect quickly after a service restarts. */
 const CHANNEL_DEFAULTS: ChannelOptions = {
+  'grpc.service_config': JSON.stringify(QUERY_PATH_SERVICE_CONFIG),
   'grpc.initial_reconnect_backoff_ms': 500,
   'grpc.max_reconnect_backoff_ms': 5_000,
   'grpc.keepalive_time_ms': 60_000,
 };
 
-/** ClientGrpc options for one query-path service at `url` (`host:port`, or any grpc-js target name). */
+/** ClientGrpc options for one query-path service at `url` (`host:port`, or any grpc-js target name: `dns:///…`, `ipv4:a,b`). */
 export function grpcClientOptions(url: string, channelOptions: ChannelOptions = {}): GrpcOptions {
   return {
     transport: Transport.GRPC,

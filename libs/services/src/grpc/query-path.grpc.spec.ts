@@ -325,6 +325,33 @@ describe('gRPC failures as AppErrors', () => {
     }
   });
 
+  it('spreads calls round-robin over every address of one target and keeps answering when a replica dies', async () => {
+    const served = { a: 0, b: 0 };
+    const replica = (name: 'a' | 'b'): RetrieveCall => ({
+      retrieve: async () => {
+        served[name] += 1;
+        return { results: [], degraded: [], timings_ms: { [name]: 1 } };
+      },
+    });
+    const a = await serveGrpc('retriever', replica('a'));
+    const b = await serveGrpc('retriever', replica('b'));
+    try {
+      // one name, two addresses (as a headless Service's DNS name resolves to every pod)
+      const client = new GrpcRetrieveClient(grpcClient(`ipv4:${a.address},${b.address}`), 5_000);
+      for (let i = 0; i < 20; i++) await client.retrieve(baseRetrieve);
+      expect(served.a + served.b).toBe(20);
+      expect(served.a).toBeGreaterThan(0);
+      expect(served.b).toBeGreaterThan(0);
+      await a.close();
+      const before = { ...served };
+      for (let i = 0; i < 20; i++) expect((await client.retrieve(baseRetrieve)).timings_ms).toEqual({ b: 1 });
+      expect(served).toEqual({ a: before.a, b: before.b + 20 });
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
   it('turns a server that stops mid-stream into an error, not a truncated answer', async () => {
     const server = await serveGrpc('generator', {
       generate: async (_q, _s, onDelta) => {
