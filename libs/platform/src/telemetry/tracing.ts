@@ -68,6 +68,8 @@ export interface TracingHandle {
   exporter: TraceExporterKind;
   /** True when spans are recorded (an exporter or a processor is configured). */
   recording: boolean;
+  /** Names of the registered OpenTelemetry instrumentations (none when OTEL_SDK_DISABLED). */
+  instrumentations: string[];
   /** Exports what is buffered and stops the SDK (idempotent). */
   shutdown(): Promise<void>;
 }
@@ -123,7 +125,7 @@ export function startTracing(service: string, opts: TracingOptions = {}): Tracin
   const env = opts.env ?? process.env;
   const serviceName = env.OTEL_SERVICE_NAME?.trim() || `rag-${service}`;
   if ((env.OTEL_SDK_DISABLED ?? '').trim().toLowerCase() === 'true') {
-    active = { serviceName, exporter: 'none', recording: false, shutdown: async () => undefined };
+    active = { serviceName, exporter: 'none', recording: false, instrumentations: [], shutdown: async () => undefined };
     return active;
   }
   let kind: TraceExporterKind;
@@ -136,6 +138,8 @@ export function startTracing(service: string, opts: TracingOptions = {}): Tracin
   const exporter = exporterOf(kind);
   const extra = opts.spanProcessors ?? [];
   const recording = exporter !== undefined || extra.length > 0;
+  // Constructing an instrumentation enables it (it hooks require at once), so they are made here, once per process.
+  const registered = instrumentations();
   const sdk = new NodeSDK({
     serviceName,
     // With an exporter alone NodeSDK builds its batch processor from OTEL_BSP_*; test processors are added beside it.
@@ -146,7 +150,7 @@ export function startTracing(service: string, opts: TracingOptions = {}): Tracin
     // Traces only: no OTel logs or metrics pipelines (metrics are prom-client's /metrics).
     logRecordProcessors: [],
     metricReaders: [],
-    instrumentations: instrumentations(),
+    instrumentations: registered,
   });
   sdk.start();
   let stopped: Promise<void> | undefined;
@@ -154,6 +158,7 @@ export function startTracing(service: string, opts: TracingOptions = {}): Tracin
     serviceName,
     exporter: kind,
     recording,
+    instrumentations: registered.map((i) => i.instrumentationName),
     shutdown: () =>
       (stopped ??= sdk.shutdown().catch((e: unknown) => {
         process.stderr.write(`${service}: tracing shutdown: ${String(e)}\n`);
@@ -203,7 +208,7 @@ export function adoptServerSpan(req: object, onEnd: (span: Span) => void): Span 
  * - kafkajs: defaults (`send <topic>` / `process <topic>` spans, context in the message headers).
  * - pg: statements only inside a trace (no root span per pool or leader-lock query); parameters are never recorded.
  */
-export function instrumentations(): Instrumentation[] {
+function instrumentations(): Instrumentation[] {
   return [
     new HttpInstrumentation({
       ignoreIncomingRequestHook: (req) => isUntracedHttpPath(req.url),
