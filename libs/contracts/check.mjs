@@ -3,8 +3,9 @@
 // 1. Regenerates src/generated from src/proto into a temp folder (same buf.gen.yaml) and fails on any difference:
 //    nothing generated is committed that this check does not regenerate and compare.
 // 2. buf lint.
-// 3. buf breaking against main (a clone's `main`, else `origin/main`; on a checkout with neither — a detached CI
-//    checkout — against HEAD~1, else skipped with a message): a renamed, renumbered or retyped field fails here.
+// 3. buf breaking against main (a branch's `main`, else `origin/main`; on main itself or a checkout with neither — a
+//    detached CI checkout — against origin/main or HEAD~1, else skipped with a message): a renamed, renumbered or
+//    retyped field fails here.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -49,7 +50,13 @@ if (!gitDir) {
   process.exit(0);
 }
 const subdir = git('rev-parse', '--show-prefix').stdout.trim().replace(/\/$/, '');
-const against = ['main', 'origin/main', 'HEAD~1'].find((ref) => git('rev-parse', '--verify', '--quiet', `${ref}^{commit}`).status === 0);
+const commit = (ref) => {
+  const r = git('rev-parse', '--verify', '--quiet', `${ref}^{commit}`);
+  return r.status === 0 ? r.stdout.trim() : undefined;
+};
+// On main itself (HEAD is main: comparing with it would only see uncommitted edits) the upstream, else the parent.
+const onMain = commit('HEAD') !== undefined && commit('HEAD') === commit('main');
+const against = (onMain ? ['origin/main', 'HEAD~1'] : ['main', 'origin/main', 'HEAD~1']).find((ref) => commit(ref) !== undefined && commit(ref) !== commit('HEAD'));
 if (!against) {
   console.log('contracts:check: no main, origin/main or HEAD~1 to compare with: buf breaking skipped');
   process.exit(0);
