@@ -9,8 +9,8 @@ import { PgDatabase, type PgDatabaseOptions } from './pg-database';
  * lock, so concurrent takes on one key serialize), refilled on the database's clock (replicas' clocks may differ).
  *
  * PostgreSQL rather than Redis: it is already the shared state of the distributed mode (no second server to run,
- * back up and secure), and a take is one indexed single-row upsert (≈0.2–0.5 ms on loopback), far below a request's
- * own cost; Redis would win only at rates where one row's lock becomes the bottleneck (thousands of requests per
+ * back up and secure), and a take is one single-row upsert into an UNLOGGED table (no WAL flush; migration 2),
+ * below a millisecond on loopback, far below a request's own cost; Redis would win only at rates where one row's lock becomes the bottleneck (thousands of requests per
  * second on ONE key), which per-key limits of a RAG API do not reach.
  *
  * One row per API key (bounded by the keys that exist). When the database cannot be reached the request is let through (logged, at most once a minute): a rate limit is
