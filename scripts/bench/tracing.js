@@ -76,7 +76,7 @@ function startEmbedded(name, extraEnv) {
     child.once('exit', (code) => reject(new Error(`${name}: the embedded platform exited with ${code}: ${err.slice(-1000)}`)));
     child.stdout.setEncoding('utf8').on('data', (d) => {
       out += d;
-      const m = /playground\s+(http:\/\/[^\s/]+)/.exec(out);
+      const m = /(?:console|playground)\s+(http:\/\/[^\s/]+)/.exec(out);
       if (m) {
         clearTimeout(timer);
         child.removeAllListeners('exit');
