@@ -1,3 +1,4 @@
+import type { MessageKey } from './i18n';
 import { readSse, type SseEvent } from './sse';
 import { uploadIdOf } from './state';
 
@@ -11,6 +12,18 @@ export class ApiError extends Error {
   ) {
     super(message);
   }
+}
+
+/** The user-facing text of an error: 401, 403 and 429 have their own wording; the API's message is always shown. */
+export function describeError(e: unknown, t: (key: MessageKey, vars?: Record<string, string | number>) => string): string {
+  if (e instanceof ApiError) {
+    if (e.status === 0) return t('err_network', { message: e.message });
+    if (e.status === 401) return t('err_401', { message: e.message });
+    if (e.status === 403) return t('err_403', { message: e.message });
+    if (e.status === 429) return t('err_429', { retry: e.retryAfterS ?? 1 });
+    return t('err_other', { status: e.status, message: e.message });
+  }
+  return e instanceof Error ? e.message : String(e);
 }
 
 const KEY = 'rag-console-key';

@@ -1,6 +1,6 @@
 import { createContext } from 'preact';
 import { useCallback, useContext, useEffect, useState } from 'preact/hooks';
-import { Api, ApiError } from './api';
+import { Api, describeError } from './api';
 import { translate, type Lang, type MessageKey } from './i18n';
 
 export interface Session {
@@ -26,18 +26,7 @@ export const AppContext = createContext<Ctx>({
   session: { tenant: '', scopes: [], kind: 'anonymous', key_id: null, restricted: false, trace_url_template: null },
 });
 export const useApp = () => useContext(AppContext);
-
-/** The user-facing text of an error: 401, 403 and 429 have their own wording; the API's message is always shown. */
-export function describeError(e: unknown, t: Ctx['t']): string {
-  if (e instanceof ApiError) {
-    if (e.status === 0) return t('err_network', { message: e.message });
-    if (e.status === 401) return t('err_401', { message: e.message });
-    if (e.status === 403) return t('err_403', { message: e.message });
-    if (e.status === 429) return t('err_429', { retry: e.retryAfterS ?? 1 });
-    return t('err_other', { status: e.status, message: e.message });
-  }
-  return e instanceof Error ? e.message : String(e);
-}
+export { describeError };
 
 export function ErrorBanner({ error }: { error: unknown }) {
   const { t } = useApp();
