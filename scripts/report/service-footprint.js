@@ -8,8 +8,9 @@
 // the SDK packages below were loaded into the process (require.cache, on SIGUSR2 right after the RSS), so the effect of lazy adapter loading is
 // seen directly, not only through RSS.
 //
-// usage: node scripts/report/service-footprint.js [--dist DIR] [--runs N] [--port-base P] [--json]
-//   --dist       compiled tree (default: dist); build one with `RAG_DIST_DIR=.local/x npm run build`
+// usage: node scripts/report/service-footprint.js [--dist DIR]... [--runs N] [--port-base P]
+//   --dist       compiled tree (default: dist); build one with `RAG_DIST_DIR=.local/x npm run build`. Repeat it to
+//                compare trees: their starts are interleaved (A, B, A, B…) so both see the same machine load
 //   --runs       starts per service (default 3); the table shows the median of each
 //   --port-base  HTTP port of the first service (default 31000); gRPC ports at +11..+14
 // Needs Kafka, Milvus and OpenSearch on loopback (bash deploy/local/servers.sh start all). Numbers from a shared,
@@ -26,7 +27,8 @@ const opt = (name, dflt) => {
   const i = argv.indexOf(name);
   return i >= 0 ? argv[i + 1] : dflt;
 };
-const dist = resolve(root, opt('--dist', 'dist'));
+const dists = argv.flatMap((a, i) => (a === '--dist' ? [resolve(root, argv[i + 1])] : []));
+if (dists.length === 0) dists.push(resolve(root, 'dist'));
 const runs = Number(opt('--runs', '3'));
 const base = Number(opt('--port-base', '31000'));
 if (!Number.isInteger(runs) || runs < 1) throw new Error('--runs must be a positive integer');
@@ -72,6 +74,23 @@ process.on('SIGUSR2', () => {
 `,
 );
 
+/** The topic prefixes of every start: each service creates the bus's topics under its own prefix. */
+const prefixes = [];
+
+/** Deletes the topics the measured services created (the shared broker keeps no leftovers of a report). */
+async function dropTopics() {
+  const { Kafka, logLevel } = require('kafkajs');
+  const admin = new Kafka({ brokers: (process.env.RAG_KAFKA_BROKERS || '127.0.0.1:9092').split(','), clientId: 'service-footprint', logLevel: logLevel.NOTHING }).admin();
+  await admin.connect();
+  try {
+    const topics = (await admin.listTopics()).filter((t) => prefixes.some((p) => t.startsWith(p)));
+    for (let i = 0; i < topics.length; i += 50) await admin.deleteTopics({ topics: topics.slice(i, i + 50), timeout: 30_000 });
+    process.stderr.write(`deleted ${topics.length} topics of the measured starts\n`);
+  } finally {
+    await admin.disconnect();
+  }
+}
+
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.floor((s.length - 1) / 2)];
@@ -86,9 +105,10 @@ async function healthy(port) {
   }
 }
 
-async function measure(svc, run) {
+async function measure(dist, svc, run) {
   const dataDir = mkdtempSync(join(tmpdir(), 'rag-footprint-'));
   const tag = `fp${Date.now().toString(36)}${run}`;
+  prefixes.push(`${tag}.`);
   const out = join(dataDir, 'sdks.json');
   const env = {
     ...process.env,
@@ -140,27 +160,38 @@ async function measure(svc, run) {
 }
 
 async function main() {
-  const rows = [];
+  const rows = dists.map(() => []);
   for (const svc of SERVICES) {
-    const samples = [];
+    const samples = dists.map(() => []);
     for (let i = 0; i < runs; i++) {
-      samples.push(await measure(svc, i));
-      process.stderr.write(`${svc.name} run ${i + 1}/${runs}: ${samples.at(-1).startMs.toFixed(0)} ms, ${samples.at(-1).rssMb.toFixed(1)} MB\n`);
+      for (const [d, dist] of dists.entries()) {
+        const m = await measure(dist, svc, i);
+        samples[d].push(m);
+        process.stderr.write(`${rel(dist)} ${svc.name} run ${i + 1}/${runs}: ${m.startMs.toFixed(0)} ms, ${m.rssMb.toFixed(1)} MB\n`);
+      }
     }
-    rows.push({
-      service: svc.name,
-      start_ms: Math.round(median(samples.map((s) => s.startMs))),
-      rss_mb: Math.round(median(samples.map((s) => s.rssMb)) * 10) / 10,
-      sdks: samples.at(-1).sdks,
-    });
+    for (const [d, s] of samples.entries()) {
+      rows[d].push({
+        service: svc.name,
+        start_ms: Math.round(median(s.map((x) => x.startMs))),
+        rss_mb: Math.round(median(s.map((x) => x.rssMb)) * 10) / 10,
+        sdks: s.at(-1).sdks,
+      });
+    }
   }
   rmSync(preload, { force: true });
-  const rel = dist.startsWith(root) ? dist.slice(root.length + 1) : dist;
-  process.stdout.write(`service footprint of ${rel} (median of ${runs} starts each, one service at a time; nproc ${require('node:os').cpus().length}, Node ${process.version})\n\n`);
-  process.stdout.write('| service | start-up to /healthz (ms) | RSS at /healthz (MB) | SDK packages loaded |\n|---|---:|---:|---|\n');
-  for (const r of rows) process.stdout.write(`| ${r.service} | ${r.start_ms} | ${r.rss_mb} | ${r.sdks ? r.sdks.join(', ') || '—' : '(not recorded)'} |\n`);
-  process.stdout.write(`\n${JSON.stringify({ dist: rel, runs, services: rows })}\n`);
+  await dropTopics().catch((e) => process.stderr.write(`could not delete the topics of the measured starts: ${e}\n`));
+  const header = `median of ${runs} starts each, one service at a time; nproc ${require('node:os').cpus().length}, Node ${process.version}`;
+  for (const [d, dist] of dists.entries()) {
+    process.stdout.write(`service footprint of ${rel(dist)} (${header})\n\n`);
+    process.stdout.write('| service | start-up to /healthz (ms) | RSS at /healthz (MB) | SDK packages loaded |\n|---|---:|---:|---|\n');
+    for (const r of rows[d]) process.stdout.write(`| ${r.service} | ${r.start_ms} | ${r.rss_mb} | ${r.sdks ? r.sdks.join(', ') || '—' : '(not recorded)'} |\n`);
+    process.stdout.write('\n');
+  }
+  process.stdout.write(`${JSON.stringify({ runs, trees: dists.map((dist, d) => ({ dist: rel(dist), services: rows[d] })) })}\n`);
 }
+
+const rel = (dist) => (dist.startsWith(root + '/') ? dist.slice(root.length + 1) : dist);
 
 main().catch((e) => {
   rmSync(preload, { force: true });
