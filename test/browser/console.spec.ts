@@ -66,10 +66,18 @@ describe('web console (Chromium)', () => {
   it('uploads two files with per-file progress and shows them reaching indexed, with chunk counts', async () => {
     expect(await page.getByRole('navigation').getByRole('link').allTextContents()).toEqual(['Overview', 'Ask', 'Documents', 'Sources', 'Access']);
     await go('Documents');
-    await page.getByLabel('Upload files').setInputFiles([
-      { name: 'wings.md', mimeType: 'text/markdown', buffer: Buffer.from(WINGS) },
-      { name: 'heat.md', mimeType: 'text/markdown', buffer: Buffer.from(HEAT) },
-    ]);
+    // Dropped on the drop zone, as a user drags files from the desktop (the DataTransfer a drop event carries).
+    const files = await page.evaluateHandle(
+      ([wings, heat]) => {
+        const dt = new DataTransfer();
+        dt.items.add(new File([wings], 'wings.md', { type: 'text/markdown' }));
+        dt.items.add(new File([heat], 'heat.md', { type: 'text/markdown' }));
+        return dt;
+      },
+      [WINGS, HEAT],
+    );
+    await page.locator('.dropzone').dispatchEvent('dragover', { dataTransfer: files });
+    await page.locator('.dropzone').dispatchEvent('drop', { dataTransfer: files });
     await expect.poll(() => page.locator('.uploads li').count()).toBe(2);
     await expect.poll(() => page.locator('.uploads li[data-state="queued"]').count(), { timeout: 60_000 }).toBe(2);
     expect(await page.locator('.uploads progress').evaluateAll((els) => els.map((e) => (e as HTMLProgressElement).value))).toEqual([1, 1]);
@@ -219,6 +227,9 @@ describe('web console (Chromium)', () => {
       await other.goto(server.url + '/');
       await expect.poll(() => other.getByRole('alert').textContent()).toMatch(/Not signed in/);
       await other.close();
+    } catch (e) {
+      await screenshotAll(p, 'query-only-key');
+      throw e;
     } finally {
       await context.close();
     }
@@ -242,6 +253,9 @@ describe('web console (Chromium)', () => {
       expect(await p.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
       mkdirSync(OUT, { recursive: true });
       await p.screenshot({ path: join(OUT, 'console-phone-documents-zh.png'), fullPage: true });
+    } catch (e) {
+      await screenshotAll(p, 'phone-zh');
+      throw e;
     } finally {
       await context.close();
     }
