@@ -1,4 +1,4 @@
-import type { Topic } from '@rag/contracts';
+import type { Topic, TopicValue } from '@rag/contracts';
 
 export type Headers = Record<string, string>;
 
@@ -13,9 +13,9 @@ export interface BusMessage {
   attempt: number;
 }
 
-export interface OutgoingMessage {
+export interface OutgoingMessage<V = unknown> {
   key: string;
-  value: unknown;
+  value: V;
   headers?: Headers;
 }
 
@@ -36,7 +36,13 @@ export interface SubscribeOptions {
  * then the dead-letter topic with the reason and stage in headers; the partition moves on.
  */
 export interface Bus {
-  publish(topic: Topic, messages: OutgoingMessage[]): Promise<void>;
+  /**
+   * Typed: a value that is not its topic's event is a compile error. The bus the services get (ValidatingBus) also
+   * checks every value against the topic's zod schema before it leaves (an invalid one is a NonRetryableError).
+   * The broker adapters themselves carry any value (a foreign producer's or a replayed message reaches consumers,
+   * whose own validation dead-letters it).
+   */
+  publish<T extends Topic>(topic: T, messages: OutgoingMessage<TopicValue<T>>[]): Promise<void>;
   subscribe(opts: SubscribeOptions): Promise<void>;
   start(): Promise<void>;
   /** Waits until every subscribed group has consumed everything published so far (tests, CLI). */
@@ -44,6 +50,14 @@ export interface Bus {
   /** Unconsumed messages per group/topic. */
   lag(): Promise<{ group: string; topic: Topic; lag: number }[]>;
   close(): Promise<void>;
+}
+
+/**
+ * A broker adapter (the embedded log, Kafka): a Bus that carries any value — bus mechanics, replays and foreign
+ * producers' messages are not the application's events. The services get it wrapped in a ValidatingBus.
+ */
+export interface MessageBroker extends Omit<Bus, 'publish'> {
+  publish(topic: Topic, messages: OutgoingMessage[]): Promise<void>;
 }
 export const BUS = Symbol('BUS');
 

@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from '
 import { join } from 'node:path';
 import { Module, type DynamicModule, type INestApplicationContext, type INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { prepareModels } from '@rag/adapters';
+import { connectBusTransport, prepareModels } from '@rag/adapters';
 import { DocumentService, QueryOrchestrator, type StoreIntegrityService } from '@rag/application';
 import { type AppConfig, Logger, nestLogger, shutdownTracing, startTracing, loadConfigOrExit } from '@rag/platform';
 import { BUS, REGISTRY, type Bus, type Registry } from '@rag/ports';
@@ -69,8 +69,12 @@ function handles(context: INestApplicationContext): EmbeddedHandles {
 export async function createEmbeddedContext(config: AppConfig): Promise<EmbeddedHandles> {
   await prepareModels(config); // a missing model fails here with one clear AppError, not inside dependency injection
   const integrity = await checkStoresAtStartup(config); // so does a damaged store file or a lost registry
-  const context = await NestFactory.createApplicationContext(embeddedModule(config, integrity), { logger: nestLogger, abortOnError: false });
+  // An application (never listening on HTTP) rather than a bare context: the stages consume through the bus transport,
+  // a Nest microservice, which only an application can connect.
+  const context = await NestFactory.create(embeddedModule(config, integrity), { logger: nestLogger, abortOnError: false, bodyParser: false });
   context.enableShutdownHooks(['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT']);
+  await context.init();
+  await connectBusTransport(context);
   return handles(context);
 }
 
@@ -82,6 +86,8 @@ export async function startEmbeddedServer(config: AppConfig, version = '0.1.0'):
   const app = await NestFactory.create(embeddedModule(config, integrity), { bodyParser: false, logger: nestLogger, abortOnError: false });
   configureHttp(app, config, version);
   app.enableShutdownHooks(['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT']); // not Nest's default list: it includes SIGSEGV/SIGBUS, where a native crash must end the process, not start a JS shutdown
+  await app.init();
+  await connectBusTransport(app);
   await app.listen(config.RAG_PORT, config.RAG_HOST);
   keepConnectionsAlive(app.getHttpServer());
   const addr = app.getHttpServer().address() as { port: number };

@@ -1,6 +1,5 @@
 export * from './core/tokens';
 export * from './core/core.module';
-export * from './core/bus-consumer';
 export * from './loader/loader.module';
 export * from './chunker/chunker.module';
 export * from './embedder/embedder.module';

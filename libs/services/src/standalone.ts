@@ -3,6 +3,7 @@ import { Injectable, Module, type DynamicModule, type OnApplicationShutdown, typ
 import { NestFactory } from '@nestjs/core';
 import { Logger, nestLogger, shutdownTracing, startTracing, type AppConfig, loadConfigOrExit } from '@rag/platform';
 import type { QueryPathService } from '@rag/contracts';
+import { connectBusTransport } from '@rag/adapters';
 import { CoreModule, type Part } from './core/core.module';
 import { connectGrpcMicroservice } from './grpc/grpc-server';
 import { prepareModelsOrExit } from './core/prepare-models';
@@ -45,6 +46,11 @@ export async function runStandalone(
   // The query-path services also serve their GrpcServerModule controllers through Transport.GRPC on RAG_GRPC_PORT.
   if (opts.grpc) connectGrpcMicroservice(app, cfg, opts.grpc);
   await app.startAllMicroservices(); // every connected transport, once
+  if (parts.includes('bus')) {
+    // The stage's *.message.controller.ts handlers consume through the bus transport, once every module is initialised.
+    await app.init();
+    await connectBusTransport(app);
+  }
   await app.listen(cfg.RAG_PORT, cfg.RAG_HOST);
   keepConnectionsAlive(app.getHttpServer());
   log.info('service started', { service: name, port: cfg.RAG_PORT });

@@ -1,1 +1,2 @@
 export * from './kafka-bus.adapter';
+export * from './kafka.transport';

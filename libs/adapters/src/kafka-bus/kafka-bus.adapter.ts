@@ -3,23 +3,23 @@ import {
   Partitioners,
   logLevel as KafkaLogLevel,
   type Admin,
-  type Consumer,
   type ConsumerConfig,
-  type EachMessagePayload,
   type LogEntry,
   type Producer,
   type ProducerConfig,
   type RetryOptions,
 } from 'kafkajs';
-import { ALL_TOPICS, DLQ_HEADERS, Topic } from '@rag/contracts';
-import { Logger, metrics, traceHeaders } from '@rag/platform';
-import type { Bus, OutgoingMessage, SubscribeOptions } from '@rag/ports';
-import { deliverWithRetries, type BusRetryPolicy, type DeliveryOutcome } from '../bus-delivery';
-import { decodeHeaders, decodeValue, nextOffset, partitionLag } from './delivery';
+import { ALL_TOPICS, Topic } from '@rag/contracts';
+import { Logger, metrics } from '@rag/platform';
+import type { MessageBroker, OutgoingMessage, SubscribeOptions } from '@rag/ports';
+import type { BusRetryPolicy } from '../bus-delivery/deliver-with-retries';
+import { partitionLag } from './delivery';
+import { KafkaTransport, type KafkaConsumerLike } from './kafka.transport';
+
+export type { KafkaConsumerLike } from './kafka.transport';
 
 /** The parts of kafkajs the bus uses (a kafkajs `Kafka` instance satisfies it; tests may pass an in-memory fake). */
 export type KafkaProducerLike = Pick<Producer, 'connect' | 'disconnect' | 'send'>;
-export type KafkaConsumerLike = Pick<Consumer, 'connect' | 'disconnect' | 'subscribe' | 'run' | 'commitOffsets'>;
 export type KafkaAdminLike = Pick<Admin, 'connect' | 'disconnect' | 'listTopics' | 'createTopics' | 'fetchTopicOffsets' | 'fetchOffsets' | 'listGroups'>;
 export interface KafkaLike {
   producer(config?: ProducerConfig): KafkaProducerLike;
@@ -58,12 +58,6 @@ export interface KafkaBusOptions {
   kafka?: KafkaLike;
 }
 
-interface GroupState {
-  group: string;
-  subs: Map<Topic, SubscribeOptions>;
-  consumer?: KafkaConsumerLike;
-}
-
 const KAFKA_LEVELS = { error: KafkaLogLevel.ERROR, warn: KafkaLogLevel.WARN, info: KafkaLogLevel.INFO, debug: KafkaLogLevel.DEBUG } as const;
 
 /** Routes kafkajs log entries to our JSON logger. */
@@ -84,39 +78,27 @@ export function kafkaLogCreator(log: Logger): () => (entry: LogEntry) => void {
 }
 
 /**
- * The distributed-mode bus over Kafka (kafkajs), with the semantics of the embedded log bus:
- *
- * - Messages are keyed by `document_id`; Kafka's default (murmur2) partitioner maps a key to one partition, and
- *   kafkajs hands a partition's messages to `eachMessage` one at a time: per-key order.
- * - One Kafka consumer group per stage (`SubscribeOptions.group`), auto-commit off: the offset is committed only
- *   after the handler resolved (or the message reached the DLQ), so a crash redelivers — at-least-once.
- * - A failing handler is retried inside `eachMessage` with exponential backoff (never by restarting the
- *   consumer); a store or service outage is retried for `transientRetryMs` (the partition waits and loses nothing),
- *   other failures `maxAttempts` times; then the original message goes to `rag.dlq.v1` with reason, stage, original topic and attempts in
- *   headers, and the partition moves on. A NonRetryableError goes to the DLQ at once.
- * - The producer is idempotent with acks=all; the topics of the design are created on start (idempotent).
+ * The distributed-mode bus over Kafka (kafkajs), with the semantics of the embedded log bus. This class is the
+ * producer and admin side: topics of the design created on start (idempotent), an idempotent producer with acks=all
+ * (messages keyed by `document_id`), lag and drain. Consuming — consumer groups, per-key order, commit after the
+ * effect, retries, the outage hold, the DLQ — is the Nest transport strategy {@link KafkaTransport} (`transport`),
+ * which `subscribe` registers with as well.
  */
-export class KafkaBus implements Bus {
+export class KafkaBus implements MessageBroker {
   private readonly kafka: KafkaLike;
   private readonly log: Logger;
   private readonly partitions: number;
   private readonly replicationFactor: number;
-  private readonly policy: BusRetryPolicy;
   private readonly prefix: string;
-  private readonly sessionTimeoutMs: number;
-  private readonly heartbeatIntervalMs: number;
-  private readonly fetchMaxWaitMs: number;
   private readonly publishTimeoutMs: number;
-  private readonly retry: RetryOptions | undefined;
   private readonly logical = new Map<string, Topic>();
-  private readonly groups = new Map<string, GroupState>();
-  private readonly inflight = new Set<string>();
-  private readonly wakers = new Set<() => void>();
+  /** The Nest transport strategy that consumes for this bus (connect it with `connectMicroservice({ strategy })`). */
+  readonly transport: KafkaTransport;
   private producer?: Promise<KafkaProducerLike>;
   private admin?: Promise<KafkaAdminLike>;
   private topicsReady?: Promise<void>;
   private started = false;
-  private closing = false;
+  private closingBus = false;
   private closed = false;
 
   constructor(opts: KafkaBusOptions) {
@@ -124,18 +106,14 @@ export class KafkaBus implements Bus {
     this.log = opts.logger ?? new Logger('kafka-bus');
     this.partitions = opts.partitions ?? 4;
     this.replicationFactor = opts.replicationFactor ?? 1;
-    this.policy = {
+    const policy: BusRetryPolicy = {
       maxAttempts: Math.max(1, opts.maxAttempts ?? 5),
       retryBaseMs: opts.retryBaseMs ?? 200,
       retryMaxMs: opts.retryMaxMs ?? 10_000,
       transientRetryMs: opts.transientRetryMs ?? 300_000,
     };
     this.prefix = opts.topicPrefix ?? '';
-    this.sessionTimeoutMs = opts.sessionTimeoutMs ?? 30_000;
-    this.heartbeatIntervalMs = opts.heartbeatIntervalMs ?? 3_000;
-    this.fetchMaxWaitMs = opts.fetchMaxWaitMs ?? 250;
     this.publishTimeoutMs = opts.publishTimeoutMs ?? 30_000;
-    this.retry = opts.retry;
     for (const t of ALL_TOPICS) this.logical.set(this.physical(t), t);
     this.kafka =
       opts.kafka ??
@@ -147,6 +125,34 @@ export class KafkaBus implements Bus {
         logCreator: kafkaLogCreator(this.log.child('kafkajs')),
         ...(opts.retry ? { retry: opts.retry } : {}),
       });
+    this.transport = new KafkaTransport(
+      {
+        subscribe: (sub) => this.subscribe(sub),
+        start: () => this.start(),
+        physical: (t) => this.physical(t),
+        logicalTopic: (name) => this.logical.get(name),
+        ensureTopics: () => this.ensureTopics(),
+        consumer: (config: ConsumerConfig) => this.kafka.consumer(config),
+        sendDeadLetter: async (record) => {
+          const producer = await this.ensureProducer();
+          await producer.send({ topic: this.physical(Topic.Dlq), acks: -1, messages: [record] });
+        },
+      },
+      {
+        partitions: this.partitions,
+        policy,
+        sessionTimeoutMs: opts.sessionTimeoutMs ?? 30_000,
+        heartbeatIntervalMs: opts.heartbeatIntervalMs ?? 3_000,
+        fetchMaxWaitMs: opts.fetchMaxWaitMs ?? 250,
+        ...(opts.retry ? { retry: opts.retry } : {}),
+        logger: this.log,
+      },
+    );
+  }
+
+  /** Closing the bus, or (admin retries) its transport: Nest closes the transport first when the application stops. */
+  private get closing(): boolean {
+    return this.closingBus || this.transport.isClosing;
   }
 
   /** The topic's name on the cluster. */
@@ -205,16 +211,18 @@ export class KafkaBus implements Bus {
   }
 
   async publish(topic: Topic, messages: OutgoingMessage[]): Promise<void> {
-    if (this.closing) throw new Error('bus is closed');
+    // Publishing still works while only the consumers stopped (an outbox's last relay during shutdown).
+    if (this.closingBus) throw new Error('bus is closed');
     if (messages.length === 0) return;
     await this.ensureTopics();
     const producer = await this.ensureProducer();
-    // W3C trace context of the publishing span (traceparent): the consuming stage continues the same trace.
-    const trace = traceHeaders();
+    // No hand-made trace context: @opentelemetry/instrumentation-kafkajs (registered by startTracing) opens a
+    // `send <topic>` span around this send and writes its traceparent into every message's headers; the consumer's
+    // `process <topic>` span continues from it (KafkaTransport runs the stage inside that span).
     const send = producer.send({
       topic: this.physical(topic),
       acks: -1,
-      messages: messages.map((m) => ({ key: m.key, value: JSON.stringify(m.value ?? null), headers: { ...trace, ...(m.headers ?? {}) } })),
+      messages: messages.map((m) => ({ key: m.key, value: JSON.stringify(m.value ?? null), headers: m.headers ?? {} })),
     });
     let timer: NodeJS.Timeout | undefined;
     try {
@@ -229,24 +237,8 @@ export class KafkaBus implements Bus {
     }
   }
 
-  async subscribe(opts: SubscribeOptions): Promise<void> {
-    if (this.closing) throw new Error('bus is closed');
-    let state = this.groups.get(opts.group);
-    if (!state) {
-      state = { group: opts.group, subs: new Map() };
-      this.groups.set(opts.group, state);
-    }
-    if (state.subs.has(opts.topic)) throw new Error(`consumer group ${opts.group} is already subscribed to ${opts.topic}`);
-    state.subs.set(opts.topic, opts);
-    if (!this.started) return;
-    await this.ensureTopics();
-    // A kafkajs consumer cannot add topics while running: restart this group's consumer with the new set.
-    if (state.consumer) {
-      const old = state.consumer;
-      state.consumer = undefined;
-      await old.disconnect();
-    }
-    await this.launch(state);
+  subscribe(opts: SubscribeOptions): Promise<void> {
+    return this.transport.consume(opts);
   }
 
   async start(): Promise<void> {
@@ -256,117 +248,12 @@ export class KafkaBus implements Bus {
     try {
       await this.ensureTopics();
       await this.ensureProducer();
-      for (const state of this.groups.values()) await this.launch(state);
+      await this.transport.startConsumers();
     } catch (e) {
       // Leave the bus startable again (a supervisor may retry once the broker is back).
       this.started = false;
-      const consumers = [...this.groups.values()].map((g) => g.consumer).filter((c): c is KafkaConsumerLike => c !== undefined);
-      for (const g of this.groups.values()) g.consumer = undefined;
-      await Promise.allSettled(consumers.map((c) => c.disconnect()));
       throw e;
     }
-  }
-
-  private async launch(state: GroupState): Promise<void> {
-    if (this.closing) return;
-    const consumer = this.kafka.consumer({
-      groupId: state.group,
-      sessionTimeout: this.sessionTimeoutMs,
-      heartbeatInterval: this.heartbeatIntervalMs,
-      maxWaitTimeInMs: this.fetchMaxWaitMs,
-      allowAutoTopicCreation: false,
-      ...(this.retry ? { retry: this.retry } : {}),
-    });
-    state.consumer = consumer;
-    await consumer.connect();
-    // From the beginning: a stage that joins for the first time still sees everything published before it.
-    await consumer.subscribe({ topics: [...state.subs.keys()].map((t) => this.physical(t)), fromBeginning: true });
-    await consumer.run({
-      autoCommit: false,
-      partitionsConsumedConcurrently: Math.max(1, this.partitions),
-      eachMessage: (payload) => this.onMessage(state, consumer, payload),
-    });
-    this.log.debug('consumer started', { group: state.group, topics: [...state.subs.keys()] });
-  }
-
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.wakers.delete(done);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      this.wakers.add(done);
-    });
-  }
-
-  private async onMessage(state: GroupState, consumer: KafkaConsumerLike, p: EachMessagePayload): Promise<void> {
-    // Once closing, nothing more is handled or committed: what was not committed is delivered again later.
-    if (this.closing || state.consumer !== consumer) return;
-    const topic = this.logical.get(p.topic);
-    const sub = topic ? state.subs.get(topic) : undefined;
-    if (!topic || !sub) {
-      this.log.warn('message of an unsubscribed topic skipped', { group: state.group, topic: p.topic, partition: p.partition });
-      return;
-    }
-    const slot = `${state.group}/${p.topic}/${p.partition}`;
-    this.inflight.add(slot);
-    // kafkajs heartbeats only between messages; keep the member alive through a slow handler or a backoff.
-    const keepAlive = setInterval(() => void p.heartbeat().catch(() => undefined), this.heartbeatIntervalMs);
-    keepAlive.unref();
-    const key = p.message.key?.toString('utf8') ?? '';
-    try {
-      const outcome = await deliverWithRetries(
-        sub.handler,
-        { topic, partition: p.partition, offset: Number(p.message.offset), key, value: decodeValue(p.message.value), headers: decodeHeaders(p.message.headers) },
-        this.policy,
-        {
-          sleep: (ms) => this.sleep(ms),
-          isClosing: () => this.closing,
-          onRetry: (attempt, delay, reason) =>
-            this.log.warn('handler failed, retrying', { stage: sub.stage, topic, key, attempt, delay_ms: delay, error: reason }),
-        },
-      );
-      if (outcome.kind === 'aborted') return;
-      if (outcome.kind === 'dead') await this.deadLetter(sub, p, key, outcome);
-      await consumer.commitOffsets([{ topic: p.topic, partition: p.partition, offset: nextOffset(p.message.offset) }]);
-    } finally {
-      clearInterval(keepAlive);
-      this.inflight.delete(slot);
-    }
-  }
-
-  private async deadLetter(sub: SubscribeOptions, p: EachMessagePayload, key: string, outcome: Extract<DeliveryOutcome, { kind: 'dead' }>): Promise<void> {
-    this.log.error('message sent to the dead-letter topic', {
-      stage: sub.stage,
-      topic: sub.topic,
-      key,
-      partition: p.partition,
-      offset: p.message.offset,
-      attempts: outcome.attempts,
-      error: outcome.reason,
-    });
-    const producer = await this.ensureProducer();
-    await producer.send({
-      topic: this.physical(Topic.Dlq),
-      acks: -1,
-      messages: [
-        {
-          key: p.message.key,
-          // The original bytes, untouched: an operator can replay them as they were.
-          value: p.message.value,
-          headers: {
-            ...(p.message.headers ?? {}),
-            [DLQ_HEADERS.reason]: outcome.reason.slice(0, 2000),
-            [DLQ_HEADERS.stage]: sub.stage,
-            [DLQ_HEADERS.originalTopic]: sub.topic,
-            [DLQ_HEADERS.attempts]: String(outcome.attempts),
-          },
-        },
-      ],
-    });
-    metrics.dlq.inc({ stage: sub.stage, topic: sub.topic });
   }
 
   /** Admin reads right after topics are created may meet NOT_LEADER/LEADER_NOT_AVAILABLE for a moment: retry briefly. */
@@ -377,7 +264,7 @@ export class KafkaBus implements Bus {
       } catch (e) {
         const retriable = (e as { retriable?: unknown }).retriable === true;
         if (!retriable || i >= tries || this.closing) throw e;
-        await this.sleep(100 * i);
+        await this.transport.sleep(100 * i);
       }
     }
   }
@@ -419,7 +306,7 @@ export class KafkaBus implements Bus {
   }
 
   private subscribedGroups(): { group: string; topics: Topic[] }[] {
-    return [...this.groups.values()].map((g) => ({ group: g.group, topics: [...g.subs.keys()] }));
+    return this.transport.subscribedGroups();
   }
 
   async lag(): Promise<{ group: string; topic: Topic; lag: number }[]> {
@@ -428,7 +315,7 @@ export class KafkaBus implements Bus {
     const admin = await this.ensureAdmin();
     const listed = await this.adminRead(() => admin.listGroups());
     const others = listed.groups
-      .filter((g) => g.protocolType === 'consumer' && !this.groups.has(g.groupId))
+      .filter((g) => g.protocolType === 'consumer' && !this.transport.hasGroup(g.groupId))
       .map((g) => ({ group: g.groupId, topics: null }));
     return this.lagOf([...own, ...others]);
   }
@@ -440,7 +327,7 @@ export class KafkaBus implements Bus {
     let failure: unknown;
     while (quietRounds < 3) {
       failure = undefined;
-      if (this.groups.size > 0) {
+      if (this.subscribedGroups().length > 0) {
         try {
           await this.ensureTopics();
           lagging = (await this.lagOf(this.subscribedGroups())).filter((l) => l.lag > 0);
@@ -449,7 +336,7 @@ export class KafkaBus implements Bus {
           failure = e;
         }
       }
-      if (failure === undefined && lagging.length === 0 && this.inflight.size === 0) quietRounds++;
+      if (failure === undefined && lagging.length === 0 && this.transport.busy === 0) quietRounds++;
       else quietRounds = 0;
       if (Date.now() > deadline) {
         const why = failure !== undefined ? `last error: ${failure instanceof Error ? failure.message : String(failure)}` : JSON.stringify(lagging);
@@ -460,13 +347,10 @@ export class KafkaBus implements Bus {
   }
 
   async close(): Promise<void> {
-    if (this.closed || this.closing) return;
-    this.closing = true;
-    for (const wake of [...this.wakers]) wake();
-    // Disconnecting a consumer waits for its in-flight eachMessage; nothing after it is handled or committed.
-    const consumers = [...this.groups.values()].map((g) => g.consumer).filter((c): c is KafkaConsumerLike => c !== undefined);
-    const results = await Promise.allSettled(consumers.map((c) => c.disconnect()));
-    for (const r of results) if (r.status === 'rejected') this.log.warn('consumer disconnect failed', { error: String(r.reason) });
+    if (this.closed || this.closingBus) return;
+    this.closingBus = true;
+    // Consumers first (their in-flight eachMessage may still dead-letter through the producer), then the clients.
+    await this.transport.close();
     for (const [name, part] of [
       ['producer', this.producer],
       ['admin', this.admin],

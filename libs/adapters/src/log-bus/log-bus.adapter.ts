@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { DLQ_HEADERS, Topic } from '@rag/contracts';
 import { Logger, metrics, traceHeaders } from '@rag/platform';
-import type { Bus, Headers, OutgoingMessage, SubscribeOptions } from '@rag/ports';
+import type { Headers, MessageBroker, OutgoingMessage, SubscribeOptions } from '@rag/ports';
 import { deliverWithRetries } from '../bus-delivery';
 import { openSqlite } from '../sqlite/open-sqlite';
 
@@ -98,7 +98,7 @@ const BLOB_NAME = /^[0-9a-f]{64}$/;
  * Written here rather than taken from a library because no maintained npm package offers a durable,
  * partitioned, consumer-group log inside one process; Kafka itself is the distributed-mode adapter.
  */
-export class SqliteLogBus implements Bus {
+export class SqliteLogBus implements MessageBroker {
   private readonly db: Database.Database;
   private readonly partitions: number;
   private readonly maxAttempts: number;

@@ -1,6 +1,6 @@
 import { Global, Injectable, Module, type DynamicModule, type OnApplicationBootstrap, type OnApplicationShutdown, type Provider } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
-import { createBus, createEmbedder, createKeywordIndex, createLlm, createRegistry, createReranker, createVectorStore, embeddingSpace } from '@rag/adapters';
+import { ValidatingBus, createBus, createEmbedder, createKeywordIndex, createLlm, createRegistry, createReranker, createVectorStore, embeddingSpace } from '@rag/adapters';
 import { type AppConfig, Logger } from '@rag/platform';
 import {
   BUS,
@@ -12,6 +12,7 @@ import {
   RERANKER,
   VECTOR_STORE,
   type Bus,
+  type MessageBroker,
   type Embedder,
   type EmbeddingSpace,
   type KeywordIndex,
@@ -78,7 +79,8 @@ export class CoreModule {
   static forRoot(config: AppConfig, parts: Part[] = ALL_PARTS): DynamicModule {
     const providers: Provider[] = [{ provide: CONFIG, useValue: config }];
     const need = (p: Part) => parts.includes(p);
-    if (need('bus')) providers.push({ provide: BUS, useFactory: () => createBus(config) });
+    // The broker wrapped so that every published value is checked against its topic's schema on the way out.
+    if (need('bus')) providers.push({ provide: BUS, useFactory: async () => new ValidatingBus((await createBus(config)) as MessageBroker) });
     if (need('registry')) providers.push({ provide: REGISTRY, useFactory: () => createRegistry(config) });
     if (need('embedder')) providers.push({ provide: EMBEDDER, useFactory: () => createEmbedder(config) });
     if (need('vectors')) {

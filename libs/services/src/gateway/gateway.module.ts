@@ -1,12 +1,11 @@
-import { Inject, Injectable, Module, type DynamicModule, type OnModuleDestroy, type OnModuleInit, type Type } from '@nestjs/common';
+import { Inject, Injectable, Module, type DynamicModule, type OnModuleDestroy, type Type } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
 import { MulterModule } from '@nestjs/platform-express';
-import { DeadLetterProjector, DocumentService, QueryOrchestrator, QueryRewriter, StatusProjector, type GenerateCall, type QueryEmbeddingCall, type RerankCall, type RetrieveCall } from '@rag/application';
-import { Topic } from '@rag/contracts';
+import { DocumentService, QueryOrchestrator, QueryRewriter, type GenerateCall, type QueryEmbeddingCall, type RerankCall, type RetrieveCall } from '@rag/application';
 import type { AppConfig } from '@rag/platform';
 import { createApiKeyStore, createSharedRateLimiter } from '@rag/adapters';
 import { API_KEY_STORE, BUS, LLM, REGISTRY, type ApiKeyStore, type Bus, type Llm, type RateLimiter, type Registry } from '@rag/ports';
-import { subscribeStage } from '../core/bus-consumer';
+import { RegistryMessageController } from './registry.message.controller';
 import { CONFIG, GENERATE_CALL, QUERY_EMBEDDING, RERANK_CALL, RETRIEVE_CALL } from '../core/tokens';
 import { AdminController } from './admin.controller';
 import { Authenticator } from './auth';
@@ -22,21 +21,6 @@ import { QueryController } from './query.controller';
 import { SessionController } from './session.controller';
 import { SourcesController } from './sources.controller';
 import { SourcesModule } from '../sources/sources.module';
-
-@Injectable()
-export class StatusConsumer implements OnModuleInit {
-  constructor(
-    @Inject(BUS) private readonly bus: Bus,
-    @Inject(REGISTRY) private readonly registry: Registry,
-  ) {}
-  async onModuleInit(): Promise<void> {
-    const projector = new StatusProjector(this.registry);
-    await subscribeStage(this.bus, 'registry', Topic.IndexEvents, (m) => projector.handle(m));
-    // A dead-lettered message marks its document `failed` with the stage and reason.
-    const deadLetters = new DeadLetterProjector(this.registry);
-    await subscribeStage(this.bus, 'registry-dlq', Topic.Dlq, (m) => deadLetters.handle(m));
-  }
-}
 
 /** Closes the API key store with the module. */
 @Injectable()
@@ -64,9 +48,8 @@ export class GatewayModule {
     return {
       module: GatewayModule,
       imports: [multer, queryPath, SourcesModule],
-      controllers: [DocumentsController, QueryController, HealthController, AdminController, SessionController, SourcesController, OverviewController, DocumentChunksController],
+      controllers: [RegistryMessageController, DocumentsController, QueryController, HealthController, AdminController, SessionController, SourcesController, OverviewController, DocumentChunksController],
       providers: [
-        StatusConsumer,
         OverviewSampler,
         // Tenants and access: API keys (RAG_API_KEYS and the key store under RAG_DATA_DIR), forwarded JWTs, per-key
         // rate limits and route scopes, enforced by one global guard (routes opt out with @Public()).

@@ -1,0 +1,26 @@
+import { Controller, Inject } from '@nestjs/common';
+import { EventPattern, Payload } from '@nestjs/microservices';
+import { BUS_TRANSPORT } from '@rag/adapters';
+import { IndexerStage } from '@rag/application';
+import { Topic } from '@rag/contracts';
+import { BUS, EMBEDDING_SPACE, KEYWORD_INDEX, REGISTRY, VECTOR_STORE, type Bus, type BusMessage, type EmbeddingSpace, type KeywordIndex, type Registry, type VectorStore } from '@rag/ports';
+
+/** indexer's bus handler: rag.chunks.embedded.v1 (consumer group `indexer`) → IndexerStage. */
+@Controller()
+export class IndexerMessageController {
+  private readonly stage: IndexerStage;
+  constructor(
+    @Inject(BUS) bus: Bus,
+    @Inject(REGISTRY) registry: Registry,
+    @Inject(VECTOR_STORE) vectors: VectorStore,
+    @Inject(KEYWORD_INDEX) keywords: KeywordIndex,
+    @Inject(EMBEDDING_SPACE) space: EmbeddingSpace,
+  ) {
+    this.stage = new IndexerStage(bus, registry, vectors, keywords, space.modelId);
+  }
+
+  @EventPattern(Topic.ChunksEmbedded, BUS_TRANSPORT, { group: 'indexer' })
+  handle(@Payload() msg: BusMessage): Promise<void> {
+    return this.stage.handle(msg);
+  }
+}
