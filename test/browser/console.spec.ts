@@ -10,6 +10,7 @@ import { copyFileSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { writeLatestEval } from '@rag/services';
 import { api, removeDir, startServer, type Server } from '../e2e/harness';
 import { buildConsole, IMAGES, launch, newPage, OUT, screenshotAll } from './browser';
 
@@ -152,8 +153,11 @@ describe('web console (Chromium)', () => {
     await page.getByRole('button', { name: 'Send feedback' }).click();
     await page.getByText('Thanks, your feedback was recorded.').waitFor();
     expect((await api<{ feedback: { down: number } }>(server, 'GET', '/v1/overview', undefined, auth)).body.feedback.down).toBe(before + 1);
+    // The latest `rag eval` report of the data folder shows on the Overview.
+    writeLatestEval(server.dataDir, { finished_at: new Date().toISOString(), dataset: 'cranfield', results: [{ mode: 'hybrid', 'ndcg@10': 0.4321 }] });
     await go('Overview');
     await expect.poll(() => page.locator('[data-stat="feedback-down"] .value').textContent()).toBe(String(before + 1));
+    expect(await page.locator('[data-eval="cranfield"] table').textContent()).toContain('0.4321');
     expect(Number(await page.locator('[data-stat="status-indexed"] .value').textContent())).toBeGreaterThanOrEqual(2);
   });
 

@@ -4,7 +4,7 @@ import { basename, isAbsolute, join, relative, resolve } from 'node:path';
 import { Command, Option } from 'commander';
 import type { SearchMode } from '@rag/contracts';
 import { setLogLevel, type AppConfig, loadConfigOrExit } from '@rag/platform';
-import { createEmbeddedContext, lockDataDir, runEmbedded } from '@rag/services';
+import { createEmbeddedContext, lockDataDir, runEmbedded, writeLatestEval } from '@rag/services';
 import { defaultOodFile, evaluateMode, ingestDataset, readDataset, readOodQuestions, repoRoot, type EvalMode } from './eval';
 import { ingest } from './ingest';
 import { dbCommand } from './db';
@@ -143,17 +143,20 @@ program
       const modes: EvalMode[] = opts.compare
         ? ['keyword', 'dense', 'hybrid', ...(cfg.RAG_RERANKER !== 'none' ? (['hybrid+rerank'] as const) : [])]
         : [opts.mode];
+      const results: Record<string, unknown>[] = [];
       for (const mode of modes) {
         const result = await evaluateMode(client, opts.dataset, mode, { answers: opts.answers, limit: opts.limit, ood });
-        process.stdout.write(
-          JSON.stringify({
-            dataset: basename(opts.dataset),
-            embedder: cfg.RAG_EMBEDDER === 'onnx' ? cfg.RAG_EMBEDDING_MODEL : cfg.RAG_EMBEDDER,
-            ...result,
-            ...(oodFile ? { ood_file: displayPath(oodFile) } : {}),
-          }) + '\n',
-        );
+        const line = {
+          dataset: basename(opts.dataset),
+          embedder: cfg.RAG_EMBEDDER === 'onnx' ? cfg.RAG_EMBEDDING_MODEL : cfg.RAG_EMBEDDER,
+          ...result,
+          ...(oodFile ? { ood_file: displayPath(oodFile) } : {}),
+        };
+        results.push(line);
+        process.stdout.write(JSON.stringify(line) + '\n');
       }
+      // The latest report, for the web console's Overview (GET /v1/overview reads RAG_DATA_DIR/eval/latest.json).
+      writeLatestEval(base.dataDir, { finished_at: new Date().toISOString(), dataset: basename(opts.dataset), results });
     } finally {
       await client.close();
       unlock();

@@ -125,6 +125,9 @@ export const MESSAGES = {
     feedback_up: 'Feedback: helpful',
     feedback_down: 'Feedback: not helpful',
     no_pages: 'This key can use none of the console’s pages.',
+    eval_latest: 'Latest evaluation (rag eval)',
+    eval_none: 'No `rag eval` report in this data folder yet.',
+    eval_of: 'Dataset {dataset}, finished {when}',
     skip: 'Skip to content',
   },
   zh: {
@@ -252,6 +255,9 @@ export const MESSAGES = {
     feedback_up: '反馈：有帮助',
     feedback_down: '反馈：没帮助',
     no_pages: '此密钥不能使用控制台的任何页面。',
+    eval_latest: '最近一次评测（rag eval）',
+    eval_none: '此数据目录中还没有 `rag eval` 报告。',
+    eval_of: '数据集 {dataset}，完成于 {when}',
     skip: '跳到正文',
   },
 } as const;

@@ -14,6 +14,7 @@ export * from './gateway/auth';
 export * from './gateway/auth.guard';
 export * from './gateway/rate-limit';
 export { apiKeyView } from './gateway/admin.controller';
+export { readLatestEval, writeLatestEval, type EvalReport } from './gateway/overview';
 export * from './embedded';
 export * from './standalone';
 export * from './grpc';

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, setLogLevel } from '@rag/platform';
 import { startEmbeddedServer } from '../embedded';
 import { consoleDir } from './console';
-import { CounterWindow, type OverviewCounters } from './overview';
+import { CounterWindow, readLatestEval, writeLatestEval, type OverviewCounters } from './overview';
 
 setLogLevel('error');
 const dirs: string[] = [];
@@ -19,7 +19,8 @@ afterAll(() => {
 });
 
 async function start(env: Record<string, string>) {
-  const config = loadConfig({ RAG_MAX_BODY_BYTES: String(1024 * 1024), RAG_EMBEDDER: 'hashing', RAG_RECONCILE_INTERVAL_S: '0', ...env, RAG_DATA_DIR: tmp('rag-console-'), RAG_PORT: '0', RAG_HOST: '127.0.0.1' });
+  const dataDir = tmp('rag-console-');
+  const config = loadConfig({ RAG_MAX_BODY_BYTES: String(1024 * 1024), RAG_EMBEDDER: 'hashing', RAG_RECONCILE_INTERVAL_S: '0', ...env, RAG_DATA_DIR: dataDir, RAG_PORT: '0', RAG_HOST: '127.0.0.1' });
   const s = await startEmbeddedServer(config);
   const call = async (method: string, path: string, opts: { key?: string; body?: unknown; headers?: Record<string, string> } = {}) => {
     const res = await fetch(s.url + path, {
@@ -37,7 +38,7 @@ async function start(env: Record<string, string>) {
     }
     return { status: res.status, headers: res.headers, body: body as Record<string, unknown>, text };
   };
-  return { ...s, call };
+  return { ...s, call, dataDir };
 }
 
 function builtConsole(): string {
@@ -167,6 +168,22 @@ describe('console endpoints: session, sources, overview', () => {
     expect(o2.feedback.down).toBe((o1.feedback as { down: number }).down + 1);
     expect((await s.call('GET', '/v1/overview', { key: queryKey })).status).toBe(403);
   });
+
+  it('GET /v1/overview carries the latest `rag eval` report of the data folder: null without one, an error for a bad file', async () => {
+    expect((await s.call('GET', '/v1/overview', { key: ADMIN })).body.eval).toBeNull();
+    mkdirSync(join(s.dataDir, 'eval'), { recursive: true });
+    const report = { finished_at: '2026-01-02T03:04:05.000Z', dataset: 'cranfield', results: [{ dataset: 'cranfield', mode: 'hybrid', 'ndcg@10': 0.41, nested: { x: 1 } }] };
+    writeFileSync(join(s.dataDir, 'eval', 'latest.json'), JSON.stringify(report));
+    expect((await s.call('GET', '/v1/overview', { key: ADMIN })).body.eval).toEqual({
+      finished_at: '2026-01-02T03:04:05.000Z',
+      dataset: 'cranfield',
+      results: [{ dataset: 'cranfield', mode: 'hybrid', 'ndcg@10': 0.41 }],
+    });
+    writeFileSync(join(s.dataDir, 'eval', 'latest.json'), '{"results": 3}');
+    expect((await s.call('GET', '/v1/overview', { key: ADMIN })).body.eval).toMatchObject({ error: expect.stringMatching(/not one written by `rag eval`/) });
+    writeFileSync(join(s.dataDir, 'eval', 'latest.json'), 'not json');
+    expect((await s.call('GET', '/v1/overview', { key: ADMIN })).body.eval).toEqual({ error: 'the eval report is not JSON' });
+  });
 });
 
 describe('GET /v1/documents/{id}/chunks', () => {
@@ -224,6 +241,16 @@ describe('GET /v1/documents/{id}/chunks', () => {
     expect((await s.call('GET', '/v1/documents/guide/chunks?page=2', { key: ADMIN })).status).toBe(400);
     const q = await s.call('POST', '/v1/admin/api-keys', { key: ADMIN, body: { scopes: ['query'] } });
     expect((await s.call('GET', '/v1/documents/guide/chunks', { key: q.body.key as string })).status).toBe(403);
+  });
+});
+
+describe('the eval report file', () => {
+  it('what `rag eval` writes is what the overview reads (replaced whole on the next run)', async () => {
+    const dir = tmp('rag-eval-');
+    expect(await readLatestEval(dir)).toBeNull();
+    writeLatestEval(dir, { finished_at: '2026-01-01T00:00:00.000Z', dataset: 'a', results: [{ mode: 'dense', 'ndcg@10': 0.3 }] });
+    writeLatestEval(dir, { finished_at: '2026-01-02T00:00:00.000Z', dataset: 'b', results: [{ mode: 'hybrid', 'ndcg@10': 0.5, ood_file: 'x.jsonl' }] });
+    expect(await readLatestEval(dir)).toEqual({ finished_at: '2026-01-02T00:00:00.000Z', dataset: 'b', results: [{ mode: 'hybrid', 'ndcg@10': 0.5, ood_file: 'x.jsonl' }] });
   });
 });
 

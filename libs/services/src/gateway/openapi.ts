@@ -233,8 +233,8 @@ export function buildOpenApi(version: string) {
       },
       '/v1/overview': {
         get: {
-          summary: 'Documents of the tenant by status, and over the last hour (this gateway’s counters): documents that finished ingestion, dead letters, answers, refusals, feedback (ingest or admin scope)',
-          responses: { '200': { description: '{documents, window_s, ingested, ingestion_per_min, dead_letters, answers: {answered, refused, refusal_rate}, feedback: {up, down}}' }, ...authErrors },
+          summary: 'Documents of the tenant by status, over the last hour (this gateway’s counters) documents that finished ingestion, dead letters, answers, refusals and feedback, and the latest `rag eval` report (ingest or admin scope)',
+          responses: { '200': { description: '{documents, window_s, ingested, ingestion_per_min, dead_letters, answers: {answered, refused, refusal_rate}, feedback: {up, down}, eval: null | {finished_at, dataset, results} | {error}} (eval: the latest `rag eval` report of this data folder)' }, ...authErrors },
         },
       },
       '/': { get: { summary: 'The web console (static files; its assets under /assets/ are content-hashed and cached for a year)', security: [], responses: { '200': { description: 'HTML' }, '503': { description: 'the console is not built (`npm run build`)' } } } },

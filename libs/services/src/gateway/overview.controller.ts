@@ -1,13 +1,15 @@
-import { Controller, Get, Req } from '@nestjs/common';
+import { Controller, Get, Inject, Req } from '@nestjs/common';
 import type { Request } from 'express';
 import { DocumentService } from '@rag/application';
+import type { AppConfig } from '@rag/platform';
+import { CONFIG } from '../core/tokens';
 import { principalOf, RequireScope } from './auth.guard';
-import { OverviewSampler } from './overview';
+import { OverviewSampler, readLatestEval } from './overview';
 
 /**
  * The console's Overview: the tenant's documents by status, and over the last hour (or since this gateway started)
  * documents that finished ingestion, dead-lettered messages, answers and refusals, and feedback — the gateway
- * process's own counters, the numbers /metrics exposes.
+ * process's own counters, the numbers /metrics exposes — and the latest `rag eval` report of this data folder.
  */
 @Controller('v1/overview')
 @RequireScope('ingest', 'admin')
@@ -15,6 +17,7 @@ export class OverviewController {
   constructor(
     private readonly documents: DocumentService,
     private readonly sampler: OverviewSampler,
+    @Inject(CONFIG) private readonly config: AppConfig,
   ) {}
 
   @Get()
@@ -30,6 +33,7 @@ export class OverviewController {
       dead_letters: c.dead_letters,
       answers: { answered: c.answered, refused: c.refused, refusal_rate: answers ? Math.round((c.refused / answers) * 1000) / 1000 : null },
       feedback: { up: c.feedback_up, down: c.feedback_down },
+      eval: await readLatestEval(this.config.dataDir),
     };
   }
 }

@@ -1,4 +1,8 @@
+import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { Injectable, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
+import { z } from 'zod';
 import { Topic } from '@rag/contracts';
 import { metrics } from '@rag/platform';
 
@@ -74,4 +78,55 @@ export class OverviewSampler implements OnModuleInit, OnModuleDestroy {
   private async sample(): Promise<void> {
     this.window.add(Date.now(), await readOverviewCounters());
   }
+}
+
+/** Where `rag eval` leaves its latest report, inside a data folder. */
+export const evalReportPath = (dataDir: string) => join(dataDir, 'eval', 'latest.json');
+
+export type EvalReport = { finished_at: string; dataset: string; results: Record<string, unknown>[] };
+
+/** Writes the latest `rag eval` report of a data folder atomically (a reader never sees half a file). */
+export function writeLatestEval(dataDir: string, report: EvalReport): void {
+  const file = evalReportPath(dataDir);
+  mkdirSync(join(dataDir, 'eval'), { recursive: true });
+  const tmp = `${file}.${process.pid}.tmp`;
+  writeFileSync(tmp, JSON.stringify(report, null, 2) + '\n');
+  renameSync(tmp, file);
+}
+
+const EvalReportSchema = z.object({
+  finished_at: z.string(),
+  dataset: z.string(),
+  results: z.array(z.record(z.string(), z.unknown())).max(16),
+});
+
+export type EvalSummary = { finished_at: string; dataset: string; results: Record<string, number | string>[] } | { error: string };
+
+
+/**
+ * The latest `rag eval` report (RAG_DATA_DIR/eval/latest.json, written by the CLI): each mode's numbers and strings
+ * (metrics, mode, embedder); null when no evaluation has run against this data folder, `{error}` when the file is not
+ * a report.
+ */
+export async function readLatestEval(dataDir: string): Promise<EvalSummary | null> {
+  let text: string;
+  try {
+    text = await readFile(evalReportPath(dataDir), 'utf8');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    return { error: `cannot read the eval report: ${(e as Error).message}` };
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return { error: 'the eval report is not JSON' };
+  }
+  const r = EvalReportSchema.safeParse(parsed);
+  if (!r.success) return { error: `the eval report is not one written by \`rag eval\`: ${r.error.issues[0]?.message ?? 'invalid'}` };
+  return {
+    finished_at: r.data.finished_at,
+    dataset: r.data.dataset,
+    results: r.data.results.map((m) => Object.fromEntries(Object.entries(m).filter((e): e is [string, number | string] => typeof e[1] === 'number' || typeof e[1] === 'string'))),
+  };
 }
