@@ -239,6 +239,12 @@ describe('GET /v1/documents/{id}/chunks', () => {
     expect(String((bad.body.error as { message: string }).message)).toMatch(/limit/);
     expect((await s.call('GET', '/v1/documents/guide/chunks?limit=500', { key: ADMIN })).status).toBe(400);
     expect((await s.call('GET', '/v1/documents/guide/chunks?page=2', { key: ADMIN })).status).toBe(400);
+    // Ids no document can have: a 4xx, never a 5xx.
+    for (const id of ['a%20b', '%23', 'x'.repeat(600), '%00', 'upload%3A', 'acme%23guide']) {
+      const r = await s.call('GET', `/v1/documents/${id}/chunks`, { key: ADMIN });
+      expect(r.status, id).toBeGreaterThanOrEqual(400);
+      expect(r.status, id).toBeLessThan(500);
+    }
     const q = await s.call('POST', '/v1/admin/api-keys', { key: ADMIN, body: { scopes: ['query'] } });
     expect((await s.call('GET', '/v1/documents/guide/chunks', { key: q.body.key as string })).status).toBe(403);
   });
