@@ -24,16 +24,29 @@ const net = require('node:net');
 const { join, resolve } = require('node:path');
 
 const root = resolve(__dirname, '..');
-const args = new Set(process.argv.slice(2));
-for (const a of args) {
+const args = new Set();
+// --replicas N: N processes of every service (issue 14). Replica r (0-based) listens on HTTP port + 8r and gRPC
+// port + 4r; the gRPC clients get every replica's address (`ipv4:a,b`, balanced round robin).
+let replicas = 1;
+for (let i = 2, argv = process.argv; i < argv.length; i++) {
+  const a = argv[i];
+  const m = /^--replicas(?:=(.*))?$/.exec(a);
+  if (m) {
+    const v = m[1] ?? argv[++i];
+    replicas = Number(v);
+    if (!Number.isInteger(replicas) || replicas < 1 || replicas > 8) fail(`--replicas ${v}: a whole number from 1 to 8`);
+    continue;
+  }
   if (!['--no-preflight', '--dry-run', '--help', '-h'].includes(a)) fail(`unknown option ${a} (see --help)`);
+  args.add(a);
 }
 if (args.has('--help') || args.has('-h')) {
   process.stdout.write(
-    'usage: npm run start:distributed [-- --no-preflight] [-- --dry-run]\n' +
+    'usage: npm run start:distributed [-- --no-preflight] [-- --dry-run] [-- --replicas N]\n' +
       '  starts the eight services from dist/ (npm run build first) in distributed mode: Kafka, gRPC, Milvus, OpenSearch\n' +
       '  --no-preflight  skip the TCP checks of Kafka, Milvus and the keyword index\n' +
       '  --dry-run       print the plan (services, ports, environment) as JSON and exit\n' +
+      '  --replicas N    N processes of every service (needs RAG_DATABASE_URL and RAG_BUS=kafka); replica r on ports + 8r (gRPC + 4r)\n' +
       '  env: RAG_PORT (gateway, others on the next 7 ports), RAG_*_GRPC, RAG_DATA_DIR, RAG_BUS, RAG_VECTOR_STORE,\n' +
       '       RAG_KEYWORD_INDEX, RAG_DATABASE_URL (PostgreSQL shared state), RAG_DIST_DIR, RAG_START_TIMEOUT_MS, RAG_STOP_GRACE_MS\n',
   );
@@ -75,7 +88,11 @@ if (mode.RAG_BUS !== 'kafka') {
 // ---- services, ports --------------------------------------------------------------------------------------------
 
 const gatewayPort = Number(env.RAG_PORT || 8080);
-if (!Number.isInteger(gatewayPort) || gatewayPort <= 0 || gatewayPort + 7 > 65535) fail(`RAG_PORT=${env.RAG_PORT} is not a usable port`);
+if (!Number.isInteger(gatewayPort) || gatewayPort <= 0 || gatewayPort + 8 * replicas - 1 > 65535) fail(`RAG_PORT=${env.RAG_PORT} is not a usable port`);
+if (replicas > 1 && !env.RAG_DATABASE_URL) {
+  fail('--replicas needs RAG_DATABASE_URL (PostgreSQL: registry, API keys, rate limits and the reconciler leader shared by the replicas; start one with `bash deploy/local/servers.sh start postgres`)');
+}
+if (replicas > 1 && (env.RAG_BUS || 'kafka') !== 'kafka') fail('--replicas needs RAG_BUS=kafka (consumer groups spread the partitions over the replicas)');
 
 function grpcPort(key, fallback) {
   const v = env[key];
@@ -83,6 +100,12 @@ function grpcPort(key, fallback) {
   const m = /:(\d+)$/.exec(v);
   if (!m) fail(`${key}=${v} must be host:port`);
   return Number(m[1]);
+}
+/** The gRPC target of a query-path service: one address, or with --replicas every replica's (round robin). */
+function grpcTarget(key, port) {
+  if (replicas === 1) return env[key] || `${connectHost}:${port}`;
+  const host = env[key] ? hostPort(env[key], port).hostname : connectHost;
+  return `ipv4:${Array.from({ length: replicas }, (_, r) => `${host}:${port + 4 * r}`).join(',')}`;
 }
 const grpc = {
   embedder: grpcPort('RAG_EMBEDDER_GRPC', 50051),
@@ -108,22 +131,28 @@ const shared = {
   ...mode,
   RAG_HOST: host,
   RAG_DATA_DIR: dataDir,
-  RAG_EMBEDDER_GRPC: env.RAG_EMBEDDER_GRPC || `${connectHost}:${grpc.embedder}`,
-  RAG_RETRIEVER_GRPC: env.RAG_RETRIEVER_GRPC || `${connectHost}:${grpc.retriever}`,
-  RAG_RERANKER_GRPC: env.RAG_RERANKER_GRPC || `${connectHost}:${grpc.reranker}`,
-  RAG_GENERATOR_GRPC: env.RAG_GENERATOR_GRPC || `${connectHost}:${grpc.generator}`,
+  RAG_EMBEDDER_GRPC: grpcTarget('RAG_EMBEDDER_GRPC', grpc.embedder),
+  RAG_RETRIEVER_GRPC: grpcTarget('RAG_RETRIEVER_GRPC', grpc.retriever),
+  RAG_RERANKER_GRPC: grpcTarget('RAG_RERANKER_GRPC', grpc.reranker),
+  RAG_GENERATOR_GRPC: grpcTarget('RAG_GENERATOR_GRPC', grpc.generator),
   // Shared state (registry, API keys, source state, rate limits, leader locks) in PostgreSQL when set, e.g. the local
   // server of `bash deploy/local/servers.sh start postgres`: postgres://rag@127.0.0.1:55432/rag. Unset: SQLite in RAG_DATA_DIR.
   ...(env.RAG_DATABASE_URL ? { RAG_DATABASE_URL: env.RAG_DATABASE_URL } : {}),
 };
-const plan = services.map((s) => ({
-  ...s,
-  main: join(distDir, 'apps', s.name, 'src', 'main.js'),
-  env: { ...shared, RAG_PORT: String(s.port), RAG_GRPC_PORT: String(s.grpc ?? 0) },
-}));
+// One entry per process: `id` is the service name, or `<name>-<r+1>` with --replicas.
+const plan = services.flatMap((base) =>
+  Array.from({ length: replicas }, (_, r) => {
+    const s = { ...base, id: replicas === 1 ? base.name : `${base.name}-${r + 1}`, port: base.port + 8 * r, ...(base.grpc ? { grpc: base.grpc + 4 * r } : {}) };
+    return {
+      ...s,
+      main: join(distDir, 'apps', s.name, 'src', 'main.js'),
+      env: { ...shared, RAG_PORT: String(s.port), RAG_GRPC_PORT: String(s.grpc ?? 0) },
+    };
+  }),
+);
 
 if (args.has('--dry-run')) {
-  process.stdout.write(JSON.stringify({ distDir, dataDir, services: plan.map(({ name, port, grpc: g, main, env: e }) => ({ name, port, grpc: g ?? null, main, env: e })) }, null, 2) + '\n');
+  process.stdout.write(JSON.stringify({ distDir, dataDir, replicas, services: plan.map(({ id, name, port, grpc: g, main, env: e }) => ({ id, name, port, grpc: g ?? null, main, env: e })) }, null, 2) + '\n');
   process.exit(0);
 }
 
@@ -134,7 +163,7 @@ if (missing.length) fail(`${missing.map((s) => s.main).join(', ')} missing: run 
 
 const tty = process.stdout.isTTY && !env.NO_COLOR;
 const COLORS = [36, 32, 33, 35, 34, 96, 92, 93];
-const width = Math.max(...services.map((s) => s.name.length), 'launcher'.length);
+const width = Math.max(...plan.map((s) => s.id.length), 'launcher'.length);
 const tag = (name, i) => {
   const label = `[${name.padEnd(width)}]`;
   return tty && i !== undefined ? `\x1b[${COLORS[i % COLORS.length]}m${label}\x1b[0m` : label;
@@ -200,8 +229,8 @@ async function preflight() {
   }
   const busy = [];
   for (const s of plan) {
-    if (!(await portFree(s.port))) busy.push(`${s.port} (${s.name} HTTP)`);
-    if (s.grpc && !(await portFree(s.grpc))) busy.push(`${s.grpc} (${s.name} gRPC)`);
+    if (!(await portFree(s.port))) busy.push(`${s.port} (${s.id} HTTP)`);
+    if (s.grpc && !(await portFree(s.grpc))) busy.push(`${s.grpc} (${s.id} gRPC)`);
   }
   if (busy.length) fail(`ports already in use: ${busy.join(', ')}; stop what holds them or set RAG_PORT / RAG_*_GRPC`);
 }
@@ -228,16 +257,16 @@ function startService(s, i) {
     env: { ...env, ...s.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  const prefix = tag(s.name, i);
+  const prefix = tag(s.id, i);
   pipeLines(child.stdout, process.stdout, prefix);
   pipeLines(child.stderr, process.stderr, prefix);
   const entry = { ...s, child, state: 'starting', exited: new Promise((r) => child.once('exit', (code, signal) => r({ code, signal }))) };
-  children.set(s.name, entry);
-  child.once('error', (e) => say(`${s.name} could not be started: ${e.message}`));
+  children.set(s.id, entry);
+  child.once('error', (e) => say(`${s.id} could not be started: ${e.message}`));
   entry.exited.then(({ code, signal }) => {
     entry.state = 'exited';
     if (stopping) return;
-    say(`${s.name} exited unexpectedly (${signal ? `signal ${signal}` : `code ${code}`}); stopping the others`);
+    say(`${s.id} exited unexpectedly (${signal ? `signal ${signal}` : `code ${code}`}); stopping the others`);
     void stopAll(code && code !== 0 ? code : 1);
   });
 }
@@ -246,12 +275,12 @@ async function stopAll(exitCode) {
   if (stopping) return;
   stopping = true;
   const live = [...children.values()].filter((c) => c.state !== 'exited');
-  if (live.length) say(`stopping ${live.map((c) => c.name).join(', ')}`);
+  if (live.length) say(`stopping ${live.map((c) => c.id).join(', ')}`);
   for (const c of live) c.child.kill('SIGTERM');
   const timer = setTimeout(() => {
     for (const c of live) {
       if (c.state !== 'exited') {
-        say(`${c.name} did not stop within ${stopGraceMs} ms; killing it`);
+        say(`${c.id} did not stop within ${stopGraceMs} ms; killing it`);
         c.child.kill('SIGKILL');
       }
     }
@@ -286,8 +315,8 @@ async function waitHealthy(entry) {
 function summary() {
   const rows = [['service', 'pid', 'http (healthz, readyz, metrics)', 'grpc', 'status']];
   for (const s of plan) {
-    const c = children.get(s.name);
-    rows.push([s.name, String(c.child.pid), `http://${connectHost}:${s.port}`, s.grpc ? `${connectHost}:${s.grpc}` : '-', c.state]);
+    const c = children.get(s.id);
+    rows.push([s.id, String(c.child.pid), `http://${connectHost}:${s.port}`, s.grpc ? `${connectHost}:${s.grpc}` : '-', c.state]);
   }
   const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
   const line = (r) => r.map((v, i) => v.padEnd(widths[i])).join('  ').trimEnd();
@@ -300,9 +329,9 @@ async function main() {
   say(`starting ${plan.length} services (bus ${mode.RAG_BUS}, vectors ${mode.RAG_VECTOR_STORE}, keywords ${mode.RAG_KEYWORD_INDEX}, data ${dataDir})`);
   const started = Date.now();
   plan.forEach((s, i) => startService(s, i));
-  const results = await Promise.all(plan.map((s) => waitHealthy(children.get(s.name))));
+  const results = await Promise.all(plan.map((s) => waitHealthy(children.get(s.id))));
   if (stopping) return;
-  const late = plan.filter((_, i) => !results[i]).map((s) => s.name);
+  const late = plan.filter((_, i) => !results[i]).map((s) => s.id);
   if (late.length) {
     say(`not healthy within ${startTimeoutMs} ms: ${late.join(', ')}`);
     await stopAll(1);

@@ -261,3 +261,38 @@ describe('PostgreSQL outages', () => {
     expect(r.stdout).toMatch(/postgres\s+running, ready/);
   });
 });
+
+describe('npm run start:distributed -- --replicas 2', () => {
+  const plan = (args: string[], extra: Record<string, string> = {}) =>
+    spawnSync(process.execPath, [join(process.cwd(), 'scripts/distributed.js'), '--dry-run', ...args], {
+      encoding: 'utf8',
+      env: { ...process.env, RAG_PORT: '8080', RAG_DATABASE_URL: URL, ...extra },
+    });
+
+  it('plans two processes of every service on their own ports, the gRPC clients naming every replica, all on the database', () => {
+    const r = plan(['--replicas', '2']);
+    expect(r.status, r.stderr).toBe(0);
+    const p = JSON.parse(r.stdout) as { replicas: number; services: { id: string; name: string; port: number; grpc: number | null; env: Record<string, string> }[] };
+    expect(p.replicas).toBe(2);
+    expect(p.services).toHaveLength(16);
+    const ports = p.services.flatMap((s) => [s.port, ...(s.grpc ? [s.grpc] : [])]);
+    expect(new Set(ports).size).toBe(ports.length);
+    expect(p.services.filter((s) => s.name === 'gateway').map((s) => [s.id, s.port])).toEqual([['gateway-1', 8080], ['gateway-2', 8088]]);
+    for (const s of p.services) {
+      expect(s.env.RAG_DATABASE_URL).toBe(URL);
+      expect(s.env.RAG_RETRIEVER_GRPC).toBe('ipv4:127.0.0.1:50052,127.0.0.1:50056');
+      expect(s.env.RAG_PORT).toBe(String(s.port));
+    }
+    // one replica: the plan of before (names as ids, single addresses)
+    const one = JSON.parse(plan([]).stdout) as { services: { id: string; env: Record<string, string> }[] };
+    expect(one.services.map((s) => s.id)).toEqual(['loader', 'chunker', 'embedder', 'indexer', 'retriever', 'reranker', 'generator', 'gateway']);
+    expect(one.services[0]!.env.RAG_RETRIEVER_GRPC).toBe('127.0.0.1:50052');
+  });
+
+  it('refuses replicas without a shared database, or a bad count', () => {
+    const noDb = plan(['--replicas=2'], { RAG_DATABASE_URL: '' });
+    expect(noDb.status).not.toBe(0);
+    expect(noDb.stderr).toMatch(/--replicas needs RAG_DATABASE_URL/);
+    expect(plan(['--replicas', 'zero']).stderr).toMatch(/a whole number from 1 to 8/);
+  });
+});
