@@ -207,6 +207,10 @@ describe('GET /v1/documents/{id}/chunks', () => {
   it('lists the active version’s chunks in ordinal order with heading paths and parent links, paged', async () => {
     expect((await s.call('POST', '/v1/documents', { key: ADMIN, body: { id: 'guide', title: 'Guide', text: GUIDE, mime_type: 'text/markdown' } })).status).toBe(202);
     const doc = await indexed(ADMIN, 'guide');
+    // The Overview counts it among the documents that finished ingestion (the registry's index-event consumer).
+    const overview = (await s.call('GET', '/v1/overview', { key: ADMIN })).body as { ingested: number; documents: { indexed: number } };
+    expect(overview.ingested).toBeGreaterThanOrEqual(1);
+    expect(overview.documents.indexed).toBe(1);
     const r = await s.call('GET', '/v1/documents/guide/chunks', { key: ADMIN });
     expect(r.status).toBe(200);
     const body = r.body as { active_version: number; total: number; chunks: { chunk_id: string; ordinal: number; kind: string; parent_id: string | null; heading_path: string[]; text: string }[] };
