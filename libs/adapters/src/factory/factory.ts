@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import type { AppConfig } from '@rag/platform';
 import type { Bus, DocumentParser, Embedder, EmbeddingSpace, KeywordIndex, Llm, Registry, Reranker, VectorStore } from '@rag/ports';
@@ -130,8 +131,9 @@ export function onnxModelNames(spec: string): string[] {
 async function createOnnxEmbedder(config: AppConfig): Promise<Embedder> {
   const names = onnxModelNames(config.RAG_EMBEDDING_MODEL);
   if (config.RAG_MODELS_AUTO_FETCH) await fetchMissingModels(config.modelsDir, names);
-  const models = await Promise.all(names.map((name) => OnnxEmbedder.create({ modelsDir: config.modelsDir, name, batchSize: config.RAG_ONNX_BATCH })));
-  return models.length === 2 ? new ScriptRoutedEmbedder(models[0]!, models[1]!) : models[0]!;
+  const threads = config.RAG_ONNX_THREADS || availableParallelism();
+  const models = await Promise.all(names.map((name) => OnnxEmbedder.create({ modelsDir: config.modelsDir, name, batchSize: config.RAG_ONNX_BATCH, threads })));
+  return models.length === 2 ? new ScriptRoutedEmbedder(models[0]!, models[1]!, { passages: config.RAG_EMBEDDING_PASSAGES }) : models[0]!;
 }
 
 /**
@@ -162,7 +164,7 @@ export async function embeddingSpace(config: AppConfig): Promise<EmbeddingSpace>
       const names = onnxModelNames(config.RAG_EMBEDDING_MODEL);
       if (config.RAG_MODELS_AUTO_FETCH) await fetchMissingModels(config.modelsDir, names);
       const spaces = names.map((n) => OnnxEmbedder.space(config.modelsDir, n));
-      return spaces.length === 2 ? ScriptRoutedEmbedder.space(spaces[0]!, spaces[1]!) : spaces[0]!;
+      return spaces.length === 2 ? ScriptRoutedEmbedder.space(spaces[0]!, spaces[1]!, config.RAG_EMBEDDING_PASSAGES) : spaces[0]!;
     }
     default:
       return unknown('RAG_EMBEDDER', kind);

@@ -29,10 +29,10 @@ describe('ScriptRoutedEmbedder', () => {
   const zh = () => new TableEmbedder('zh', 2, { 中文问题: [1, 0], 中文段落: [0.8, 0.6], 'English passage': [0, 1] });
   const en = () => new TableEmbedder('en', 3, { 'english question': [0, 0, 1], 'English passage': [0, 0.6, 0.8], 中文段落: [1, 0, 0] });
 
-  it('concatenates both models for passages into one unit vector of their summed dimension', async () => {
+  it("passages: 'both' concatenates both models for passages into one unit vector of their summed dimension", async () => {
     const a = zh();
     const b = en();
-    const e = new ScriptRoutedEmbedder(a, b);
+    const e = new ScriptRoutedEmbedder(a, b, { passages: 'both' });
     expect(e.modelId).toBe('routed:zh+en');
     expect(e.dim).toBe(5);
     const [v] = await e.embed(['中文段落'], 'passage');
@@ -42,10 +42,10 @@ describe('ScriptRoutedEmbedder', () => {
     expect(b.calls).toEqual([{ texts: ['中文段落'], type: 'passage' }]);
   });
 
-  it('scores a Chinese query by the CJK model alone and an English query by the other, without running the unused one', async () => {
+  it("passages: 'both' scores a Chinese query by the CJK model alone and an English query by the other, without running the unused one", async () => {
     const a = zh();
     const b = en();
-    const e = new ScriptRoutedEmbedder(a, b);
+    const e = new ScriptRoutedEmbedder(a, b, { passages: 'both' });
     const [pZh, pEn] = await e.embed(['中文段落', 'English passage'], 'passage');
     a.calls.length = 0;
     b.calls.length = 0;
@@ -58,6 +58,40 @@ describe('ScriptRoutedEmbedder', () => {
     expect(dot(qEn!, pEn!)).toBeCloseTo(0.8 / Math.SQRT2);
     expect(dot(qEn!, pZh!)).toBeCloseTo(0);
     expect(norm(qZh!)).toBeCloseTo(1);
+  });
+
+  it("passages: 'script' (the default) runs only the model of a passage's script, with a model id of its own", async () => {
+    const a = zh();
+    const b = en();
+    const e = new ScriptRoutedEmbedder(a, b);
+    expect(e.modelId).toBe('routed-script:zh+en');
+    expect(ScriptRoutedEmbedder.space(a, b)).toEqual({ modelId: 'routed-script:zh+en', dim: 5 });
+    expect(ScriptRoutedEmbedder.space(a, b, 'both')).toEqual({ modelId: 'routed:zh+en', dim: 5 });
+    const [pZh, pEn] = await e.embed(['中文段落', 'English passage'], 'passage');
+    expect(a.calls).toEqual([{ texts: ['中文段落'], type: 'passage' }]);
+    expect(b.calls).toEqual([{ texts: ['English passage'], type: 'passage' }]);
+    expect(norm(pZh!)).toBeCloseTo(1);
+    expect(norm(pZh!.subarray(2))).toBeCloseTo(0); // no English half
+    expect(norm(pEn!.subarray(0, 2))).toBeCloseTo(0); // no Chinese half
+    // A query in one script scores passages by its model's cosine, unscaled.
+    const [qZh, qEn] = await e.embed(['中文问题', 'english question'], 'query');
+    expect(dot(qZh!, pZh!)).toBeCloseTo(0.8);
+    expect(dot(qEn!, pEn!)).toBeCloseTo(0.8);
+    expect(dot(qZh!, pEn!)).toBeCloseTo(0);
+  });
+
+  it("passages: 'script' embeds a mixed passage with both models by its script shares, ignoring a share under minShare", async () => {
+    const a = zh();
+    const b = en();
+    const e = new ScriptRoutedEmbedder(a, b, { minShare: 0.1 });
+    // 2 CJK characters + 1 Latin word → 2/3 : 1/3, both run; 20 CJK characters + 1 word → 1/21 < 0.1: Chinese model only.
+    const mostlyChinese = '中文'.repeat(10) + ' Nexon';
+    const [mixed, zhOnly] = await e.embed(['Nexon 开发', mostlyChinese], 'passage');
+    expect(a.calls).toEqual([{ texts: ['Nexon 开发', mostlyChinese], type: 'passage' }]);
+    expect(b.calls).toEqual([{ texts: ['Nexon 开发'], type: 'passage' }]);
+    expect(norm(mixed!.subarray(0, 2)) / norm(mixed!.subarray(2))).toBeCloseTo(2);
+    expect(norm(zhOnly!.subarray(2))).toBeCloseTo(0);
+    expect(() => new ScriptRoutedEmbedder(a, b, { minShare: 0.5 })).toThrow(/minShare/);
   });
 
   it('blends both models for a mixed-script query, by its script weights', async () => {
@@ -92,7 +126,9 @@ describe.skipIf(process.env.RAG_SKIP_MODEL_TESTS === '1')('ScriptRoutedEmbedder 
   it('embeddingSpace names the same vectors without loading a model (what the indexer and retriever use)', async () => {
     const cfg = (model: string) => loadConfig({ RAG_EMBEDDER: 'onnx', RAG_EMBEDDING_MODEL: model, RAG_MODELS_DIR: TEST_MODELS_DIR, RAG_MODELS_AUTO_FETCH: 'false' });
     expect(await embeddingSpace(cfg('bge-small-zh-v1.5+bge-small-en-v1.5'))).toEqual({ modelId: e.modelId, dim: e.dim });
-    expect(e).toMatchObject({ modelId: 'routed:onnx:bge-small-zh-v1.5+onnx:bge-small-en-v1.5', dim: 896 });
+    expect(e).toMatchObject({ modelId: 'routed-script:onnx:bge-small-zh-v1.5+onnx:bge-small-en-v1.5', dim: 896 });
+    const both = loadConfig({ RAG_EMBEDDER: 'onnx', RAG_EMBEDDING_MODEL: 'bge-small-zh-v1.5+bge-small-en-v1.5', RAG_EMBEDDING_PASSAGES: 'both', RAG_MODELS_DIR: TEST_MODELS_DIR, RAG_MODELS_AUTO_FETCH: 'false' });
+    expect(await embeddingSpace(both)).toEqual({ modelId: 'routed:onnx:bge-small-zh-v1.5+onnx:bge-small-en-v1.5', dim: 896 });
     expect(await embeddingSpace(cfg('BGE-small-en-v1.5'))).toEqual({ modelId: 'onnx:bge-small-en-v1.5', dim: 384 });
   });
 

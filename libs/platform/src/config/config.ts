@@ -72,6 +72,15 @@ export const ConfigSchema = z.object({
    * at 8, 8.7 at 32: a batch pads to its longest text; `npm run bench -- embed`, docs/quality). Raise it on a GPU.
    */
   RAG_ONNX_BATCH: int(1, 1, 1024),
+  /** ONNX Runtime intra-op threads per model; 0 = the cores this process may use (os.availableParallelism()). */
+  RAG_ONNX_THREADS: int(0, 0, 256),
+  /**
+   * With a `+` model pair: `script` embeds each passage only with the model(s) of its script (an English passage
+   * costs one English-model run; a share under 10 % is ignored), `both` embeds every passage with both models (the
+   * old space: a Chinese query could reach English passages through the Chinese model's weak English). Different
+   * model ids — switching needs a re-index. Measured in scripts/bench/README.md (issue 13).
+   */
+  RAG_EMBEDDING_PASSAGES: z.enum(['script', 'both']).default('script'),
 
   RAG_RERANKER: z.enum(['none', 'cross-encoder', 'http']).default('none'),
   RAG_RERANKER_MODEL: z.string().default('ms-marco-MiniLM-L-6-v2'),
