@@ -1,6 +1,5 @@
 import { ALL_TOPICS, DLQ_HEADERS, Topic } from '@rag/contracts';
 import { Logger, setLogLevel } from '@rag/platform';
-import { NonRetryableError } from '@rag/ports';
 import { decodeHeaders } from './delivery';
 import { FakeKafka } from './fake-kafka';
 import { logLevel } from 'kafkajs';
@@ -8,7 +7,7 @@ import { KafkaBus, kafkaLogCreator, type KafkaBusOptions } from './kafka-bus.ada
 
 setLogLevel('silent');
 
-describe('KafkaBus (over an in-memory kafkajs stand-in)', () => {
+describe('KafkaBus (over an in-memory kafkajs stand-in): what is Kafka-specific', () => {
   let kafka: FakeKafka;
   beforeEach(() => {
     kafka = new FakeKafka();
@@ -111,62 +110,8 @@ describe('KafkaBus (over an in-memory kafkajs stand-in)', () => {
     await bus.close();
   });
 
-  it('sends a NonRetryableError straight to the DLQ', async () => {
-    const bus = open({ maxAttempts: 5 });
-    let calls = 0;
-    await bus.subscribe({
-      group: 'g',
-      topic: Topic.SourceEvents,
-      stage: 'loader',
-      handler: async () => {
-        calls++;
-        throw new NonRetryableError('invalid event');
-      },
-    });
-    await bus.start();
-    await bus.publish(Topic.SourceEvents, [{ key: 'x', value: 'nope' }]);
-    await bus.drain(5_000);
-    expect(calls).toBe(1);
-    const headers = decodeHeaders(kafka.messages('rag.dlq.v1')[0]!.headers);
-    expect(headers[DLQ_HEADERS.attempts]).toBe('1');
-    expect(headers[DLQ_HEADERS.stage]).toBe('loader');
-    await bus.close();
-  });
-
-  it('redelivers what was not committed when a consumer closes mid-message (at-least-once)', async () => {
-    const first = open();
-    const handled: number[] = [];
-    let entered!: () => void;
-    const inHandler = new Promise<void>((r) => (entered = r));
-    await first.subscribe({
-      group: 'g',
-      topic: Topic.Chunks,
-      stage: 'embedder',
-      handler: async (m) => {
-        const n = (m.value as { n: number }).n;
-        if (n === 3) {
-          entered();
-          await new Promise((r) => setTimeout(r, 20));
-          throw new Error('process killed');
-        }
-        handled.push(n);
-      },
-    });
-    await first.start();
-    await first.publish(Topic.Chunks, [...Array(6).keys()].map((n) => ({ key: 'same-doc', value: { n } })));
-    await inHandler;
-    await first.close();
-    expect(handled).toEqual([0, 1, 2]);
-    expect(kafka.messages('rag.dlq.v1')).toHaveLength(0);
-
-    const second = open();
-    const again: number[] = [];
-    await second.subscribe({ group: 'g', topic: Topic.Chunks, stage: 'embedder', handler: async (m) => void again.push((m.value as { n: number }).n) });
-    await second.start();
-    await second.drain(5_000);
-    expect(again).toEqual([3, 4, 5]);
-    await second.close();
-  });
+  // NonRetryableError → DLQ at once, redelivery of what a closed consumer had not committed, the outage hold: the
+  // bus contract (../bus-contract), run against this stand-in, the log bus and the real broker.
 
   it('adds a topic to a running group by restarting its consumer', async () => {
     const bus = open();
