@@ -26,6 +26,27 @@ describe('KafkaBus (over an in-memory kafkajs stand-in): what is Kafka-specific'
     await b.close();
   });
 
+  it('prefixes consumer groups like topics, so deployments with different prefixes never share a group', async () => {
+    const run = async (prefix: string) => {
+      const bus = open({ topicPrefix: prefix });
+      const seen: number[] = [];
+      await bus.subscribe({ group: 'loader', topic: Topic.Chunks, stage: 'loader', handler: async (m) => void seen.push((m.value as { n: number }).n) });
+      await bus.start();
+      await bus.publish(Topic.Chunks, [{ key: 'doc-1', value: { n: 1 } }]);
+      await bus.drain(10_000);
+      return { bus, seen };
+    };
+    const a = await run('a.');
+    const b = await run('b.');
+    expect([...kafka.groups].sort()).toEqual(['a.loader', 'b.loader']);
+    expect(a.seen).toEqual([1]);
+    expect(b.seen).toEqual([1]);
+    // Lag is reported under the stage's own group name, and only for this deployment's groups.
+    expect((await a.bus.lag()).filter((l) => l.topic === Topic.Chunks).map((l) => [l.group, l.lag])).toEqual([['loader', 0]]);
+    await a.bus.close();
+    await b.bus.close();
+  });
+
   it('publishes JSON keyed by document id and delivers in per-key order to every group', async () => {
     const bus = open();
     const seen: Record<string, Record<string, number[]>> = { a: {}, b: {} };

@@ -130,6 +130,7 @@ export class KafkaBus implements MessageBroker {
         subscribe: (sub) => this.subscribe(sub),
         start: () => this.start(),
         physical: (t) => this.physical(t),
+        physicalGroup: (g) => this.physicalGroup(g),
         logicalTopic: (name) => this.logical.get(name),
         ensureTopics: () => this.ensureTopics(),
         consumer: (config: ConsumerConfig) => this.kafka.consumer(config),
@@ -158,6 +159,15 @@ export class KafkaBus implements MessageBroker {
   /** The topic's name on the cluster. */
   physical(topic: Topic): string {
     return this.prefix + topic;
+  }
+
+  /**
+   * A consumer group's name on the cluster: prefixed like the topics, so two deployments (or test runs) with different
+   * RAG_KAFKA_TOPIC_PREFIX on one cluster never join each other's groups (a shared `loader` group subscribed to two
+   * prefixes' topics stalled ingestion in a two-run smoke test). Metrics keep the stage's own name.
+   */
+  physicalGroup(group: string): string {
+    return this.prefix + group;
   }
 
   private ensureAdmin(): Promise<KafkaAdminLike> {
@@ -284,7 +294,7 @@ export class KafkaBus implements MessageBroker {
     const out: { group: string; topic: Topic; lag: number }[] = [];
     for (const { group, topics } of groups) {
       const wanted = topics ?? ALL_TOPICS.filter((t) => t !== Topic.Dlq);
-      const committed = await this.adminRead(() => admin.fetchOffsets({ groupId: group, topics: wanted.map((t) => this.physical(t)) }));
+      const committed = await this.adminRead(() => admin.fetchOffsets({ groupId: this.physicalGroup(group), topics: wanted.map((t) => this.physical(t)) }));
       for (const entry of committed) {
         const topic = this.logical.get(entry.topic);
         if (!topic) continue;
@@ -314,9 +324,12 @@ export class KafkaBus implements MessageBroker {
     const own = this.subscribedGroups();
     const admin = await this.ensureAdmin();
     const listed = await this.adminRead(() => admin.listGroups());
+    // Other processes' groups of this deployment: those under our prefix (another prefix is another deployment).
     const others = listed.groups
-      .filter((g) => g.protocolType === 'consumer' && !this.transport.hasGroup(g.groupId))
-      .map((g) => ({ group: g.groupId, topics: null }));
+      .filter((g) => g.protocolType === 'consumer' && g.groupId.startsWith(this.prefix))
+      .map((g) => g.groupId.slice(this.prefix.length))
+      .filter((group) => !this.transport.hasGroup(group))
+      .map((group) => ({ group, topics: null }));
     return this.lagOf([...own, ...others]);
   }
 

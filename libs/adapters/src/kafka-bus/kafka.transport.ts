@@ -11,6 +11,8 @@ export type KafkaConsumerLike = Pick<Consumer, 'connect' | 'disconnect' | 'subsc
 /** What the transport needs of its bus: topic names on the cluster, the topics, and the producer for dead letters. */
 export interface KafkaTransportHost extends Pick<Bus, 'subscribe' | 'start'> {
   physical(topic: Topic): string;
+  /** The consumer group's name on the cluster (the topic prefix applies to groups too). */
+  physicalGroup(group: string): string;
   logicalTopic(physical: string): Topic | undefined;
   ensureTopics(): Promise<void>;
   sendDeadLetter(record: { key: Buffer | null; value: Buffer | null; headers: Record<string, Buffer | string | (Buffer | string)[] | undefined> }): Promise<void>;
@@ -125,7 +127,7 @@ export class KafkaTransport extends BusServer {
   private async launch(state: GroupState): Promise<void> {
     if (this.closing) return;
     const consumer = this.host.consumer({
-      groupId: state.group,
+      groupId: this.host.physicalGroup(state.group),
       sessionTimeout: this.opts.sessionTimeoutMs,
       heartbeatInterval: this.opts.heartbeatIntervalMs,
       maxWaitTimeInMs: this.opts.fetchMaxWaitMs,
