@@ -20,6 +20,7 @@ const spec = {
   cleanup: { type: 'bool', default: false, help: 'with --url: delete the benchmark corpus afterwards (default: keep it for the next run)' },
   'top-k': { type: 'int', default: undefined, help: 'top_k in the query body (default: the server default)' },
   mode: { type: 'string', default: undefined, help: 'mode in the query body: hybrid | dense | keyword (default: server default)' },
+  path: { type: 'string', default: '/v1/query', help: 'endpoint under load: /v1/query (body {question}) or /v1/retrieve (body {query})' },
   warmup: { type: 'int', default: 3, help: 'seconds of unreported warm-up load per target' },
   timeout: { type: 'int', default: 30, help: 'per-request timeout in seconds (autocannon)' },
   'eval-dir': { type: 'string', default: c.defaultEvalDir, help: 'evaluation data folder (cranfield/ inside)' },
@@ -28,7 +29,7 @@ const spec = {
 
 const HELP = `usage: npm run bench -- load [options]
 
-Throughput and latency of POST /v1/query (the 113 Cranfield questions in rotation) under autocannon at each
+Throughput and latency of POST /v1/query (or --path /v1/retrieve) (the 113 Cranfield questions in rotation) under autocannon at each
 connection level, for the embedded platform started in this process (temporary RAG_DATA_DIR, RAG_PORT=0,
 settings from the environment) and/or running gateways (--url, loopback only). Before the load the target is
 filled with copies of Cranfield under distinct id prefixes (bench-load-c0:, bench-load-c1:, …) until it holds
@@ -83,6 +84,8 @@ async function run(argv) {
   const useEmbedded = opts.embedded ?? remotes.length === 0;
   if (!useEmbedded && !remotes.length) throw new Error('nothing to measure: --no-embedded needs --url');
   if (opts.mode && !['hybrid', 'dense', 'keyword'].includes(opts.mode)) throw new Error('--mode must be hybrid, dense or keyword');
+  if (!['/v1/query', '/v1/retrieve'].includes(opts.path)) throw new Error('--path must be /v1/query or /v1/retrieve');
+  const textKey = opts.path === '/v1/retrieve' ? 'query' : 'question';
   const nTargets = remotes.length + (useEmbedded ? 1 : 0);
   const maxSeconds = opts.maxSeconds ?? 1800 + opts.connections.length * nTargets * (opts.duration + 60);
   const stopWatchdog = c.watchdog(maxSeconds, 'load');
@@ -91,7 +94,7 @@ async function run(argv) {
   const { corpus, queries } = c.readCranfield(opts.evalDir);
   const tmp = mkdtempSync(join(os.tmpdir(), 'rag-bench-load-'));
   const bodiesFile = join(tmp, 'bodies.jsonl');
-  writeFileSync(bodiesFile, queries.map((q) => JSON.stringify({ question: q.text, ...(opts.topK ? { top_k: opts.topK } : {}), ...(opts.mode ? { mode: opts.mode } : {}) })).join('\n') + '\n');
+  writeFileSync(bodiesFile, queries.map((q) => JSON.stringify({ [textKey]: q.text, ...(opts.topK ? { top_k: opts.topK } : {}), ...(opts.mode ? { mode: opts.mode } : {}) })).join('\n') + '\n');
 
   const targets = [];
   const notes = [];
@@ -141,7 +144,7 @@ async function run(argv) {
       c.log(`${t.name}: sample query → ${t.sample.citations} citations, refused ${t.sample.refused}, degraded [${t.sample.degraded.join(', ')}], total ${t.sample.timings_ms?.total ?? '?'} ms`);
       if (opts.warmup > 0) {
         c.log(`${t.name}: warm-up ${opts.warmup} s at 10 connections …`);
-        await runCannon({ url: t.url, path: '/v1/query', connections: 10, duration: opts.warmup, bodiesFile, apiKey: opts.apiKey, timeout: opts.timeout }, (opts.warmup + 60) * 1000);
+        await runCannon({ url: t.url, path: opts.path, connections: 10, duration: opts.warmup, bodiesFile, apiKey: opts.apiKey, timeout: opts.timeout }, (opts.warmup + 60) * 1000);
       }
       c.gc();
       t.rssBefore = await t.rss();
@@ -159,7 +162,7 @@ async function run(argv) {
         }, 500);
         let r;
         try {
-          r = await runCannon({ url: t.url, path: '/v1/query', connections: conns, duration: opts.duration, bodiesFile, apiKey: opts.apiKey, timeout: opts.timeout }, (opts.duration + 60) * 1000);
+          r = await runCannon({ url: t.url, path: opts.path, connections: conns, duration: opts.duration, bodiesFile, apiKey: opts.apiKey, timeout: opts.timeout }, (opts.duration + 60) * 1000);
         } finally {
           clearInterval(sampler);
         }
@@ -196,7 +199,7 @@ async function run(argv) {
       c.fmt(r.rss_peak_mib, 0),
     ]);
     const sections = [
-      { title: `POST /v1/query under load (${queries.length} Cranfield questions in rotation; latency in ms)`, head: ['target', 'conns', 's', 'responses', 'req/s', 'P50', 'P95', 'P99', 'max', 'non-2xx', 'errors', 'timeouts', 'RSS before MiB', 'RSS after MiB', 'RSS peak MiB'], rows },
+      { title: `POST ${opts.path} under load (${queries.length} Cranfield questions in rotation; latency in ms)`, head: ['target', 'conns', 's', 'responses', 'req/s', 'P50', 'P95', 'P99', 'max', 'non-2xx', 'errors', 'timeouts', 'RSS before MiB', 'RSS after MiB', 'RSS peak MiB'], rows },
       {
         title: 'targets',
         head: ['target', 'documents', 'chunks', 'copies of Cranfield', 'sample query'],

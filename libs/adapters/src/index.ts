@@ -30,3 +30,6 @@ export type * from './elasticsearch';
 export type * from './kafka-bus';
 export type * from './document-parsers';
 export type * from './postgres';
+// piscina stays unloaded until a process asks for a query worker pool (RAG_QUERY_WORKERS / RAG_GENERATOR_WORKERS > 0)
+export { createWorkerGrounding, withKeywordSearchWorkers } from './query-workers/create';
+export type * from './query-workers';

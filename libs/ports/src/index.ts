@@ -10,3 +10,4 @@ export * from './source-connector.port';
 export * from './store-inspector.port';
 export * from './document-parser.port';
 export * from './coordination.port';
+export * from './grounding.port';

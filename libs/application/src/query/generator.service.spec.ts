@@ -1,5 +1,8 @@
 import type { ScoredChunk } from '@rag/contracts';
+import { REFUSAL_MESSAGE, type GroundingTask } from '@rag/domain';
+import type { Grounding, Llm } from '@rag/ports';
 import { GeneratorService } from './generator.service';
+import { InProcessGrounding } from './in-process-grounding';
 
 const chunk = (id: string, text: string, score: number, parent?: string): ScoredChunk => ({
   chunk_id: `doc:${id}#v1#0`,
@@ -45,5 +48,46 @@ describe('GeneratorService lexical memo', () => {
     const g = new GeneratorService(null, { ...base, lexicalMemo: { maxEntries: 0, maxChars: 100_000 } });
     await g.generate('what does the wing root carry', sources);
     expect(g.memoStats()).toBeNull();
+  });
+});
+
+describe('GeneratorService grounding', () => {
+  const base = { refusalThreshold: 0.45, llmTimeoutMs: 1000, maxSources: 5 };
+  const stalled: Grounding = { run: async () => ({ timedOut: true }), close: async () => {} };
+
+  it('sends the gate and the extractive answer to its Grounding as one task, and answers as in process', async () => {
+    const tasks: GroundingTask[] = [];
+    const inner = new InProcessGrounding();
+    const spy: Grounding = { run: (t) => (tasks.push(t), inner.run(t)), close: async () => {} };
+    const q = 'what does the wing root carry';
+    const r = await new GeneratorService(null, base, spy).generate(q, sources);
+    expect(r).toEqual(await new GeneratorService(null, base).generate(q, sources));
+    expect(r.refused).toBe(false);
+    expect(tasks.map((t) => t.mode)).toEqual(['answer']);
+    // the gate and the answerer read the parent text when there is one
+    expect(tasks[0]!.sources.map((s) => s.text)).toEqual([sources[0]!.parent_text, sources[1]!.text, sources[2]!.text]);
+  });
+
+  it('with an LLM: the gate first, and the extractive answer only when the LLM fails', async () => {
+    const tasks: string[] = [];
+    const inner = new InProcessGrounding();
+    const spy: Grounding = { run: (t) => (tasks.push(t.mode), inner.run(t)), close: async () => {} };
+    const failing: Llm = {
+      id: 'failing',
+      async *stream() {
+        throw new Error('llm down');
+      },
+    } as unknown as Llm;
+    const r = await new GeneratorService(failing, base, spy).generate('what does the wing root carry', sources);
+    expect(tasks).toEqual(['gate', 'extract']);
+    expect(r.degraded).toEqual(['llm']);
+    expect(r.answer).toBe((await new GeneratorService(null, base).generate('what does the wing root carry', sources)).answer);
+  });
+
+  it('a grounding task past its time limit gives a refusal, not an error or a hung call', async () => {
+    const deltas: string[] = [];
+    const r = await new GeneratorService(null, base, stalled).generate('what does the wing root carry', sources, (d) => deltas.push(d));
+    expect(r).toMatchObject({ refused: true, answer: REFUSAL_MESSAGE, cited_refs: [], evidence: 0 });
+    expect(deltas).toEqual([REFUSAL_MESSAGE]);
   });
 });

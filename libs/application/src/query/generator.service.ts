@@ -1,7 +1,8 @@
 import type { Degraded, ScoredChunk } from '@rag/contracts';
-import { buildAnswerPrompt, extractiveAnswer, isRefusalAnswer, LexicalMemo, parseCitations, REFUSAL_MESSAGE, shouldRefuse, type LexicalMemoOptions } from '@rag/domain';
+import { buildAnswerPrompt, isRefusalAnswer, parseCitations, REFUSAL_MESSAGE, type ExtractiveSource, type LexicalMemoOptions } from '@rag/domain';
 import { inStage, Logger, setSpanAttributes } from '@rag/platform';
-import type { Llm } from '@rag/ports';
+import type { Grounding, Llm } from '@rag/ports';
+import { InProcessGrounding } from './in-process-grounding';
 import type { GenerateCall, GenerationResult } from './query-path';
 
 export interface GeneratorOptions {
@@ -12,7 +13,8 @@ export interface GeneratorOptions {
   maxSources: number;
   /**
    * Memo of the sources' text analysis shared by the gate and the extractive answerer across queries (results are
-   * identical with or without; see LexicalMemo). Absent: no memo.
+   * identical with or without; see LexicalMemo). Absent: no memo. Used by the default in-process grounding only (a
+   * worker pool keeps its own memo per worker).
    */
   lexicalMemo?: LexicalMemoOptions;
 }
@@ -20,20 +22,28 @@ export interface GeneratorOptions {
 /**
  * Answers only from the numbered sources: a relevance gate first (refuse when the evidence is too weak), then the
  * LLM when one is configured (streamed, with a timeout), else — or when the LLM fails — the extractive answerer.
+ * The gate and the extractive answerer run on `grounding` (a worker pool in the services, RAG_GENERATOR_WORKERS; in
+ * process by default). When grounding runs past its time limit the answer is a refusal (logged), never a hung call.
  */
 export class GeneratorService implements GenerateCall {
   private readonly log = new Logger('generator');
-  private readonly memo: LexicalMemo | undefined;
+  private readonly grounding: Grounding;
   constructor(
     private readonly llm: Llm | null,
     private readonly opts: GeneratorOptions,
+    grounding?: Grounding,
   ) {
-    this.memo = opts.lexicalMemo && opts.lexicalMemo.maxEntries > 0 ? new LexicalMemo(opts.lexicalMemo) : undefined;
+    this.grounding = grounding ?? new InProcessGrounding(opts.lexicalMemo);
   }
 
-  /** Hits, misses and size of the text-analysis memo (null without one). */
+  /** Hits, misses and size of the text-analysis memo of in-process grounding (null without one, or off-process). */
   memoStats() {
-    return this.memo?.stats() ?? null;
+    return this.grounding instanceof InProcessGrounding ? this.grounding.memoStats() : null;
+  }
+
+  /** Stops the grounding pool (if any). */
+  close(): Promise<void> {
+    return this.grounding.close();
   }
 
   generate(question: string, all: ScoredChunk[], onDelta?: (t: string) => void, signal?: AbortSignal): Promise<GenerationResult> {
@@ -48,16 +58,19 @@ export class GeneratorService implements GenerateCall {
   private async answer(question: string, all: ScoredChunk[], onDelta?: (t: string) => void, signal?: AbortSignal): Promise<GenerationResult> {
     const sources = all.slice(0, this.opts.maxSources);
     const context = (s: ScoredChunk) => s.parent_text ?? s.text;
-    const gate = shouldRefuse(
-      question,
-      sources.map((s) => ({ text: context(s), score: s.score })),
-      this.opts.refusalThreshold,
-      this.memo,
-    );
-    if (sources.length === 0 || gate.refuse) {
+    const grounded: ExtractiveSource[] = sources.map((s, i) => ({ ref: i + 1, text: context(s), score: s.score, title: s.title }));
+    const refusal = (evidence: number): GenerationResult => {
       onDelta?.(REFUSAL_MESSAGE);
-      return { answer: REFUSAL_MESSAGE, refused: true, cited_refs: [], degraded: [], evidence: gate.evidence };
+      return { answer: REFUSAL_MESSAGE, refused: true, cited_refs: [], degraded: [], evidence };
+    };
+    // Without an LLM the gate and the extractive answer are one task (one round trip to a worker).
+    const first = await this.grounding.run({ mode: this.llm ? 'gate' : 'answer', question, sources: grounded, threshold: this.opts.refusalThreshold });
+    if (first.timedOut) {
+      this.log.warn('grounding (relevance gate / extractive answer) ran past RAG_QUERY_WORKER_TIMEOUT_MS; refusing');
+      return refusal(0);
     }
+    const gate = first.gate!;
+    if (sources.length === 0 || gate.refuse) return refusal(gate.evidence);
     const degraded: Degraded[] = [];
     if (this.llm) {
       try {
@@ -86,12 +99,13 @@ export class GeneratorService implements GenerateCall {
         degraded.push('llm');
       }
     }
-    const ex = extractiveAnswer(
-      question,
-      sources.map((s, i) => ({ ref: i + 1, text: context(s), score: s.score, title: s.title })),
-      { memo: this.memo },
-    );
-    onDelta?.(ex.answer);
-    return { answer: ex.answer, refused: false, cited_refs: ex.citedRefs, degraded, evidence: gate.evidence };
+    const ex = this.llm ? await this.grounding.run({ mode: 'extract', question, sources: grounded, threshold: this.opts.refusalThreshold }) : first;
+    if (ex.timedOut) {
+      this.log.warn('extractive answer ran past RAG_QUERY_WORKER_TIMEOUT_MS; refusing');
+      return { ...refusal(gate.evidence), degraded };
+    }
+    const answer = ex.extractive ?? { answer: '', citedRefs: [] };
+    onDelta?.(answer.answer);
+    return { answer: answer.answer, refused: false, cited_refs: answer.citedRefs, degraded, evidence: gate.evidence };
   }
 }

@@ -5,3 +5,4 @@ export * from './generator.service';
 export * from './embedding.service';
 export * from './query.orchestrator';
 export * from './query-rewriter';
+export * from './in-process-grounding';

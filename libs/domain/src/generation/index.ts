@@ -7,3 +7,5 @@ export { evidenceScore, shouldRefuse } from './evidence';
 export type { RefusalDecision } from './evidence';
 export { LexicalMemo } from './lexical-memo';
 export type { LexicalMemoOptions, LexicalMemoStats } from './lexical-memo';
+export { groundingTaskProblem, runGrounding } from './grounding';
+export type { GroundingMode, GroundingResult, GroundingTask } from './grounding';

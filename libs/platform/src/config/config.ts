@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { z } from 'zod';
 
@@ -145,6 +146,21 @@ export const ConfigSchema = z.object({
    */
   RAG_GENERATOR_MEMO_ENTRIES: int(4096, 0, 10_000_000),
   RAG_GENERATOR_MEMO_CHARS: int(1_000_000, 0, 1_000_000_000),
+  /**
+   * Query work off the event loop (issue 13 item 3). RAG_QUERY_WORKERS: worker threads that run the embedded keyword
+   * index's searches (BM25 MaxScore over keyword.db, each worker with its own read connection; profiled at ≈ 50 % of
+   * the loop's busy time under /v1/query load). Default: cores − 1 (1 on a 2-core machine: the main thread keeps HTTP,
+   * embedding the question, the HNSW search and the writes); 0 = on the main thread. Only the embedded keyword index
+   * (OpenSearch/Elasticsearch search in the engine). RAG_GENERATOR_WORKERS: worker threads for the generator's
+   * relevance gate and extractive answerer; default 0 (in process), because with the memo (RAG_GENERATOR_MEMO_*) this
+   * work is ≈ 3 % of busy time and the round trip to a thread cost more than it saved (bench load: 0.84× req/s with 1
+   * worker); worth it for long, rarely repeated sources. A crashed worker's task is re-run on the main thread; a task
+   * past RAG_QUERY_WORKER_TIMEOUT_MS (from when a worker takes it) stops its worker: a keyword search then fails (the
+   * answer comes with `degraded: keyword`), a generator task gives a refusal.
+   */
+  RAG_QUERY_WORKERS: int(Math.max(0, availableParallelism() - 1), 0, 64),
+  RAG_GENERATOR_WORKERS: int(0, 0, 64),
+  RAG_QUERY_WORKER_TIMEOUT_MS: int(10_000, 100, 600_000),
 
   RAG_HNSW_M: int(16, 4, 128),
   RAG_HNSW_EF_CONSTRUCTION: int(200, 8, 4096),

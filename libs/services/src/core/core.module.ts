@@ -1,6 +1,6 @@
 import { Global, Injectable, Module, type DynamicModule, type OnApplicationBootstrap, type OnApplicationShutdown, type Provider } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
-import { ValidatingBus, createBus, createEmbedder, createKeywordIndex, createLlm, createRegistry, createReranker, createVectorStore, embeddingSpace } from '@rag/adapters';
+import { ValidatingBus, createBus, createEmbedder, createKeywordIndex, createLlm, createRegistry, createReranker, createVectorStore, embeddingSpace, withKeywordSearchWorkers } from '@rag/adapters';
 import { type AppConfig, Logger } from '@rag/platform';
 import {
   BUS,
@@ -93,7 +93,8 @@ export class CoreModule {
         { provide: VECTOR_STORE, useFactory: (s: EmbeddingSpace) => createVectorStore(config, s), inject: [EMBEDDING_SPACE] },
       );
     }
-    if (need('keywords')) providers.push({ provide: KEYWORD_INDEX, useFactory: () => createKeywordIndex(config) });
+    // embedded keyword searches on RAG_QUERY_WORKERS worker threads (issue 13 item 3); other engines as they are
+    if (need('keywords')) providers.push({ provide: KEYWORD_INDEX, useFactory: async () => withKeywordSearchWorkers(await createKeywordIndex(config), config) });
     if (need('reranker')) providers.push({ provide: RERANKER, useFactory: () => createReranker(config) });
     if (need('llm')) providers.push({ provide: LLM, useFactory: () => createLlm(config) });
     const exported = providers.map((p) => (p as { provide: string | symbol }).provide);

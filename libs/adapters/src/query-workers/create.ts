@@ -1,0 +1,21 @@
+import type { AppConfig } from '@rag/platform';
+import type { KeywordIndex } from '@rag/ports';
+import type { WorkerGrounding, WorkerGroundingOptions } from './worker-grounding.adapter';
+
+// Lazy imports, so that importing '@rag/adapters' does not load piscina (see factory/lazy-loading.spec.ts).
+
+/** The generator's grounding worker pool (RAG_GENERATOR_WORKERS > 0). */
+export async function createWorkerGrounding(options: WorkerGroundingOptions): Promise<WorkerGrounding> {
+  const { WorkerGrounding } = await import('./worker-grounding.adapter');
+  return new WorkerGrounding(options);
+}
+
+/**
+ * The embedded keyword index with its searches on RAG_QUERY_WORKERS worker threads; any other index (OpenSearch,
+ * Elasticsearch: the search runs in the engine) or RAG_QUERY_WORKERS=0 is returned as it is.
+ */
+export async function withKeywordSearchWorkers(index: KeywordIndex, config: AppConfig): Promise<KeywordIndex> {
+  if (config.RAG_KEYWORD_INDEX !== 'embedded' || config.RAG_QUERY_WORKERS === 0) return index;
+  const { OffloadedKeywordIndex } = await import('./offloaded-keyword-index.adapter');
+  return new OffloadedKeywordIndex(index, { workers: config.RAG_QUERY_WORKERS, timeoutMs: config.RAG_QUERY_WORKER_TIMEOUT_MS, index: { dir: config.dataDir } });
+}

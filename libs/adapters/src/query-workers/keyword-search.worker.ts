@@ -1,0 +1,36 @@
+/**
+ * The keyword-search worker (a piscina task module): holds its own read connection to the embedded BM25 index
+ * (`keyword.db` in workerData.dir; WAL, so it reads while the main thread writes, and each search is one read
+ * transaction that sees every write committed before it began) and runs the MaxScore evaluation there, off the
+ * event loop. It never writes: upserts and deletes stay with the main thread's EmbeddedBm25KeywordIndex.
+ */
+import { workerData } from 'node:worker_threads';
+import type { KeywordHit, KeywordSearchRequest } from '@rag/ports';
+import { EmbeddedBm25KeywordIndex } from '../embedded-bm25';
+
+export interface KeywordWorkerData {
+  dir: string;
+  k1?: number;
+  b?: number;
+}
+
+let index: EmbeddedBm25KeywordIndex | undefined;
+
+function problemOf(req: unknown): string | null {
+  if (typeof req !== 'object' || req === null) return 'a search request must be an object';
+  const r = req as Record<string, unknown>;
+  if (typeof r['query'] !== 'string') return 'query must be a string';
+  if (typeof r['k'] !== 'number' || !Number.isFinite(r['k'])) return 'k must be a finite number';
+  const scope = r['scope'] as Record<string, unknown> | null | undefined;
+  if (typeof scope !== 'object' || scope === null || typeof scope['tenant'] !== 'string') return 'scope.tenant must be a string';
+  return null;
+}
+
+export default async function keywordSearchTask(req: unknown): Promise<KeywordHit[]> {
+  // validated again here: this is the edge of the worker thread
+  const problem = problemOf(req);
+  if (problem) throw new TypeError(`invalid keyword search request: ${problem}`);
+  const data = workerData as KeywordWorkerData;
+  index ??= new EmbeddedBm25KeywordIndex({ dir: data.dir, ...(data.k1 !== undefined ? { k1: data.k1 } : {}), ...(data.b !== undefined ? { b: data.b } : {}) });
+  return index.search(req as KeywordSearchRequest);
+}

@@ -1,0 +1,93 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Chunk, SearchScope } from '@rag/contracts';
+import type { KeywordSearchRequest } from '@rag/ports';
+import { EmbeddedBm25KeywordIndex } from '../embedded-bm25';
+import { testChunkOf } from '../testing/chunks';
+import { OffloadedKeywordIndex, type OffloadedKeywordIndexOptions } from './offloaded-keyword-index.adapter';
+
+const scope: SearchScope = { tenant: 't1' };
+const chunk = (doc: string, ordinal: number, text: string, extra: Partial<Chunk> = {}): Chunk =>
+  testChunkOf(doc, 1, ordinal, { tenant: 't1', text, token_count: text.length, ...extra });
+const corpus: Chunk[] = [
+  chunk('wing', 0, 'The wing root carries the bending load of the wing.'),
+  chunk('wing', 1, 'Spars take the shear load; ribs keep the wing section.', { acl: ['group:eng'] }),
+  chunk('shock', 0, 'Shock tubes measure test times behind the reflected shock.'),
+  chunk('heat', 0, 'Aeroelastic models of heated aircraft must obey similarity laws.', { metadata: { team: 'thermal' } }),
+  chunk('zh', 0, '北京是中国的首都，也是政治中心。'),
+  testChunkOf('other', 1, 0, { tenant: 't2', text: 'The wing of another tenant.' }),
+];
+const requests: KeywordSearchRequest[] = [
+  { query: 'wing load', k: 10, scope },
+  { query: 'wing load', k: 10, scope: { tenant: 't1', principals: ['group:ops'] } },
+  { query: 'shock tube test time', k: 2, scope },
+  { query: 'heated aircraft similarity', k: 5, scope, filters: { team: 'thermal' } },
+  { query: '首都', k: 3, scope },
+  { query: 'the of', k: 3, scope },
+];
+
+const dirs: string[] = [];
+const opened: OffloadedKeywordIndex[] = [];
+afterAll(async () => {
+  for (const x of opened) await x.close().catch(() => undefined);
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+async function setup(opts: Partial<OffloadedKeywordIndexOptions> = {}) {
+  const dir = mkdtempSync(join(tmpdir(), 'rag-kw-workers-'));
+  dirs.push(dir);
+  const inner = new EmbeddedBm25KeywordIndex({ dir });
+  await inner.upsert(corpus);
+  const index = new OffloadedKeywordIndex(inner, { workers: 1, timeoutMs: 30_000, index: { dir }, ...opts });
+  opened.push(index);
+  return { dir, inner, index };
+}
+const faulty = join(__dirname, 'testing/faulty-keyword.worker.ts');
+
+describe('OffloadedKeywordIndex (embedded BM25 searches on a worker thread)', () => {
+  it('finds exactly what the main-thread index finds (scopes, ACL, filters, Chinese), from the worker', async () => {
+    const { inner, index } = await setup();
+    for (const req of requests) expect(await index.search(req)).toEqual(await inner.search(req));
+    expect(index.stats()).toEqual({ inWorker: requests.length, retriedInProcess: 0, timedOut: 0 });
+    expect((await index.search({ query: 'wing', k: 10, scope })).length).toBeGreaterThan(0);
+  }, 60_000);
+
+  it('sees every write that returned before the search (upsert, replace, delete), and delegates the rest', async () => {
+    const { inner, index } = await setup();
+    expect(await index.search({ query: 'turbine blade', k: 5, scope })).toEqual([]);
+    await index.upsert([chunk('turbine', 0, 'Turbine blade cooling by film injection.')]);
+    expect((await index.search({ query: 'turbine blade', k: 5, scope })).map((h) => h.chunk_id)).toEqual(['turbine#v1#0']);
+    expect(await index.deleteDocument('turbine')).toBe(1);
+    expect(await index.search({ query: 'turbine blade', k: 5, scope })).toEqual([]);
+    expect(await index.count()).toBe(await inner.count());
+    expect((await index.getChunks(['wing#v1#0'])).map((c) => c.text)).toEqual([corpus[0]!.text]);
+    for (const req of requests) expect(await index.search(req)).toEqual(await inner.search(req));
+  }, 60_000);
+
+  it('a worker that dies mid-search: the search runs on the main thread (same hits), and the pool goes on', async () => {
+    const { inner, index } = await setup({ workerFile: faulty });
+    const req = { query: 'CRASH wing load', k: 10, scope };
+    const hits = await index.search(req);
+    expect(hits).toEqual(await inner.search(req));
+    expect(hits.length).toBeGreaterThan(0);
+    expect(index.stats()).toMatchObject({ retriedInProcess: 1 });
+    expect(await index.search(requests[0]!)).toEqual(await inner.search(requests[0]!));
+    expect(index.stats()).toEqual({ inWorker: 1, retriedInProcess: 1, timedOut: 0 });
+  }, 60_000);
+
+  it('a search stuck past the time limit fails with the setting named (never hangs); the next search is answered', async () => {
+    const { inner, index } = await setup({ workerFile: faulty, timeoutMs: 8000 });
+    await expect(index.search({ query: 'HANG wing', k: 3, scope })).rejects.toThrow(/ran past 8000 ms \(RAG_QUERY_WORKER_TIMEOUT_MS\)/);
+    expect(await index.search(requests[0]!)).toEqual(await inner.search(requests[0]!));
+    expect(index.stats()).toEqual({ inWorker: 1, retriedInProcess: 0, timedOut: 1 });
+  }, 60_000);
+
+  it('closes the pool and the inner index; a search after close is refused', async () => {
+    const { index } = await setup();
+    await index.search(requests[0]!);
+    await index.close();
+    await expect(index.search(requests[0]!)).rejects.toThrow(/closed/);
+    await expect(index.count()).rejects.toThrow();
+    expect(() => new OffloadedKeywordIndex(index, { workers: 0, timeoutMs: 1000, index: { dir: '/x' } })).toThrow(/at least 1 worker/);
+  }, 60_000);
+});

@@ -1,0 +1,126 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { Piscina } from 'piscina';
+import type { Chunk } from '@rag/contracts';
+import { Logger } from '@rag/platform';
+import type { KeywordHit, KeywordIndex, KeywordSearchRequest } from '@rag/ports';
+import type { KeywordWorkerData } from './keyword-search.worker';
+
+export interface OffloadedKeywordIndexOptions {
+  /** Worker threads that run searches (RAG_QUERY_WORKERS, ≥ 1). */
+  workers: number;
+  /** Time limit of one search from when a worker takes it (RAG_QUERY_WORKER_TIMEOUT_MS); past it the thread is terminated. */
+  timeoutMs: number;
+  /** What each worker opens: the data folder of the embedded index (and its BM25 parameters). */
+  index: KeywordWorkerData;
+  /** The worker module (`.ts` source or built `.js`); default: keyword-search.worker of this folder. Tests pass their own. */
+  workerFile?: string;
+}
+
+export interface OffloadedKeywordStats {
+  inWorker: number;
+  /** Searches whose worker failed (crashed, exited, could not open the index) and that ran on this thread instead. */
+  retriedInProcess: number;
+  timedOut: number;
+}
+
+function workerEntry(file: string | undefined): { filename: string; tsEntry?: string } {
+  const target = file ?? (existsSync(join(__dirname, 'keyword-search.worker.js')) ? join(__dirname, 'keyword-search.worker.js') : join(__dirname, 'keyword-search.worker.ts'));
+  if (!existsSync(target)) throw new Error(`keyword search worker module not found: ${target}`);
+  return target.endsWith('.ts') ? { filename: join(__dirname, '..', 'worker-parser', 'ts-worker.cjs'), tsEntry: target } : { filename: target };
+}
+
+function isAbort(err: unknown): boolean {
+  return err instanceof Error && err.name === 'AbortError';
+}
+
+/**
+ * The embedded keyword index with its searches on worker threads (issue 13 item 3). Profiled under /v1/query load
+ * (6k chunks, 10 connections, hashing embedder), BM25's MaxScore over SQLite was ≈ 50 % of the event loop's busy
+ * time and the generator's text work ≈ 3 % (its memo already serves repeated sources), so this is the query work
+ * that gains from a second core. Each worker holds a read connection of its own to the same `keyword.db` (WAL:
+ * readers never block the writer; each search is one read transaction, so it sees every upsert/delete that returned
+ * before it began — read-your-writes for a caller); writes, getChunks and counts stay on `inner`, this thread's index.
+ * - a worker that dies (or cannot open the file) fails its search; the search is run again on `inner` (same result);
+ * - a search past `timeoutMs` terminates its thread and throws (the retriever then answers `degraded: keyword`,
+ *   as for any keyword store failure) — not re-run here, where it would block the event loop;
+ * - the pool starts on the first search (a process that only indexes never starts threads) and keeps its workers.
+ */
+export class OffloadedKeywordIndex implements KeywordIndex {
+  private readonly log = new Logger('keyword-workers');
+  private pool: Piscina<KeywordSearchRequest, KeywordHit[]> | undefined;
+  private readonly counts: OffloadedKeywordStats = { inWorker: 0, retriedInProcess: 0, timedOut: 0 };
+  private closed = false;
+
+  constructor(
+    private readonly inner: KeywordIndex,
+    private readonly options: OffloadedKeywordIndexOptions,
+  ) {
+    if (!Number.isInteger(options.workers) || options.workers < 1) throw new RangeError(`OffloadedKeywordIndex needs at least 1 worker (got ${options.workers})`);
+    workerEntry(options.workerFile); // fail at start-up, not at the first query, when the module is missing
+  }
+
+  stats(): OffloadedKeywordStats {
+    return { ...this.counts };
+  }
+
+  private poolOf(): Piscina<KeywordSearchRequest, KeywordHit[]> {
+    if (this.pool) return this.pool;
+    const entry = workerEntry(this.options.workerFile);
+    this.pool = new Piscina<KeywordSearchRequest, KeywordHit[]>({
+      filename: entry.filename,
+      workerData: { ...this.options.index, ...(entry.tsEntry ? { tsEntry: entry.tsEntry } : {}) },
+      minThreads: this.options.workers,
+      maxThreads: this.options.workers,
+      idleTimeout: Number.POSITIVE_INFINITY,
+    });
+    // a worker failing outside any task must not crash the process
+    this.pool.on('error', () => undefined);
+    return this.pool;
+  }
+
+  async search(req: KeywordSearchRequest): Promise<KeywordHit[]> {
+    if (this.closed) throw new Error('keyword index is closed');
+    // plain data only across the thread boundary (a request with functions or symbols would fail to clone)
+    const task: KeywordSearchRequest = { query: req.query, k: req.k, scope: req.scope, ...(req.filters !== undefined ? { filters: req.filters } : {}) };
+    try {
+      const hits = await this.poolOf().run(task, { signal: AbortSignal.timeout(this.options.timeoutMs) });
+      this.counts.inWorker++;
+      return hits;
+    } catch (err) {
+      if (this.closed) throw new Error('keyword index was closed during a search', { cause: err });
+      if (isAbort(err)) {
+        this.counts.timedOut++;
+        throw new Error(`keyword search ran past ${this.options.timeoutMs} ms (RAG_QUERY_WORKER_TIMEOUT_MS); its worker was stopped`, { cause: err });
+      }
+      if (err instanceof TypeError && err.message.startsWith('invalid keyword search request')) throw err;
+      this.counts.retriedInProcess++;
+      this.log.warn('keyword search worker failed; searching on the main thread', { error: String(err) });
+      return this.inner.search(req);
+    }
+  }
+
+  upsert(chunks: Chunk[]): Promise<void> {
+    return this.inner.upsert(chunks);
+  }
+
+  getChunks(chunkIds: string[]): Promise<Chunk[]> {
+    return this.inner.getChunks(chunkIds);
+  }
+
+  deleteDocument(documentId: string, keepVersion?: number): Promise<number> {
+    return this.inner.deleteDocument(documentId, keepVersion);
+  }
+
+  count(documentId?: string): Promise<number> {
+    return this.inner.count(documentId);
+  }
+
+  async close(): Promise<void> {
+    if (!this.closed) {
+      this.closed = true;
+      await this.pool?.destroy();
+    }
+    await this.inner.close();
+  }
+}

@@ -1,0 +1,70 @@
+import { shouldRefuse, type RefusalDecision } from './evidence';
+import { extractiveAnswer, type ExtractiveAnswer, type ExtractiveSource } from './extractive';
+import type { LexicalMemo } from './lexical-memo';
+
+/**
+ * The CPU-heavy, question-dependent part of generation in one call: the relevance gate and/or the extractive
+ * answer over the numbered sources. One task is one round trip when it runs in a worker thread (issue 13 item 3):
+ * - `gate`: the gate only (the LLM answers next);
+ * - `answer`: the gate, then the extractive answer unless the gate refuses (no LLM);
+ * - `extract`: the extractive answer only (the LLM failed after the gate let the question through).
+ * Plain data in and out (structured-clone safe).
+ */
+export type GroundingMode = 'gate' | 'answer' | 'extract';
+
+export interface GroundingTask {
+  mode: GroundingMode;
+  question: string;
+  /** Sources in citation order ([1]..[n]); `text` is what the gate and the answerer read (the parent text when there is one). */
+  sources: ExtractiveSource[];
+  /** Evidence under this → refuse (modes `gate` and `answer`). */
+  threshold: number;
+}
+
+export interface GroundingResult {
+  /** Present for modes `gate` and `answer`. */
+  gate?: RefusalDecision;
+  /** Present for mode `extract`, and for `answer` when the gate did not refuse. */
+  extractive?: ExtractiveAnswer;
+}
+
+const MODES: ReadonlySet<string> = new Set(['gate', 'answer', 'extract']);
+
+/**
+ * Checks a task that crossed a thread boundary; returns the problem, or null when it is well-formed.
+ * (The worker validates what it receives instead of trusting its caller's types.)
+ */
+export function groundingTaskProblem(task: unknown): string | null {
+  if (typeof task !== 'object' || task === null) return 'a grounding task must be an object';
+  const t = task as Record<string, unknown>;
+  if (typeof t['mode'] !== 'string' || !MODES.has(t['mode'])) return `mode must be gate, answer or extract (got ${JSON.stringify(t['mode'])})`;
+  if (typeof t['question'] !== 'string') return 'question must be a string';
+  if (typeof t['threshold'] !== 'number' || !Number.isFinite(t['threshold'])) return 'threshold must be a finite number';
+  if (!Array.isArray(t['sources'])) return 'sources must be an array';
+  for (const [i, s] of (t['sources'] as unknown[]).entries()) {
+    if (typeof s !== 'object' || s === null) return `sources[${i}] must be an object`;
+    const src = s as Record<string, unknown>;
+    if (typeof src['text'] !== 'string') return `sources[${i}].text must be a string`;
+    if (typeof src['ref'] !== 'number' || !Number.isInteger(src['ref'])) return `sources[${i}].ref must be an integer`;
+    if (typeof src['score'] !== 'number' || Number.isNaN(src['score'])) return `sources[${i}].score must be a number`;
+    if (src['title'] !== undefined && typeof src['title'] !== 'string') return `sources[${i}].title must be a string when present`;
+  }
+  return null;
+}
+
+/** Runs a grounding task (see GroundingMode); with a `memo`, text analysis seen before is reused (same result). */
+export function runGrounding(task: GroundingTask, memo?: LexicalMemo): GroundingResult {
+  const { question, sources, threshold, mode } = task;
+  const out: GroundingResult = {};
+  if (mode !== 'extract') {
+    out.gate = shouldRefuse(
+      question,
+      sources.map((s) => ({ text: s.text, score: s.score })),
+      threshold,
+      memo,
+    );
+    if (mode === 'gate' || out.gate.refuse) return out;
+  }
+  out.extractive = extractiveAnswer(question, sources, memo ? { memo } : {});
+  return out;
+}

@@ -1,0 +1,62 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Test } from '@nestjs/testing';
+import type { Chunk } from '@rag/contracts';
+import { loadConfig } from '@rag/platform';
+import { KEYWORD_INDEX, type KeywordIndex } from '@rag/ports';
+import { CoreModule } from './core.module';
+
+/*
+ * Issue 13 item 3: with RAG_QUERY_WORKERS > 0 the embedded keyword index the services get searches on worker threads
+ * (same hits as on the main thread); with 0 it is the plain embedded index.
+ */
+const chunk = (doc: string, text: string): Chunk => ({
+  chunk_id: `${doc}#v1#0`,
+  document_id: doc,
+  tenant: 't',
+  version: 1,
+  ordinal: 0,
+  kind: 'child',
+  parent_id: null,
+  acl: ['*'],
+  title: '',
+  heading_path: [],
+  metadata: {},
+  text,
+  token_count: 6,
+});
+const dirs: string[] = [];
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+async function keywordIndexWith(workers: number) {
+  const dir = mkdtempSync(join(tmpdir(), 'rag-kw-wiring-'));
+  dirs.push(dir);
+  const config = loadConfig({ RAG_DATA_DIR: dir, RAG_EMBEDDER: 'hashing', RAG_KEYWORD_INDEX: 'embedded', RAG_QUERY_WORKERS: String(workers) });
+  const app = await Test.createTestingModule({ imports: [CoreModule.forRoot(config, ['keywords'])] }).compile();
+  await app.init();
+  return { app, index: app.get<KeywordIndex>(KEYWORD_INDEX) };
+}
+
+describe('CoreModule keyword index and RAG_QUERY_WORKERS', () => {
+  it('wraps the embedded index in worker threads with RAG_QUERY_WORKERS=1 and not with 0; both find the same', async () => {
+    const pooled = await keywordIndexWith(1);
+    const plain = await keywordIndexWith(0);
+    try {
+      expect(pooled.index.constructor.name).toBe('OffloadedKeywordIndex');
+      expect(plain.index.constructor.name).toBe('EmbeddedBm25KeywordIndex');
+      const chunks = [chunk('a', 'The wing root carries the bending load.'), chunk('b', 'Shock tubes measure test times.')];
+      for (const x of [pooled, plain]) await x.index.upsert(chunks);
+      const req = { query: 'wing load', k: 5, scope: { tenant: 't' } };
+      const hits = await pooled.index.search(req);
+      expect(hits.map((h) => h.chunk_id)).toEqual(['a#v1#0']);
+      expect(hits).toEqual(await plain.index.search(req));
+      expect((pooled.index as unknown as { stats(): { inWorker: number } }).stats().inWorker).toBe(1);
+    } finally {
+      await pooled.app.close();
+      await plain.app.close();
+    }
+  }, 60_000);
+});
