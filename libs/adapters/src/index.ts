@@ -14,6 +14,8 @@ export * from './embedding-cache';
 export * from './cross-encoder';
 export * from './http-reranker';
 export * from './openai-llm';
+// node-llama-cpp (ESM) is imported only inside LocalLlm.create, so this re-export loads nothing heavy.
+export * from './local-llm';
 export * from './log-bus';
 export * from './bus-delivery';
 export * from './factory';

@@ -252,11 +252,24 @@ export async function createReranker(config: AppConfig): Promise<Reranker | null
   }
 }
 
-export function createLlm(config: AppConfig): Llm | null {
+export async function createLlm(config: AppConfig): Promise<Llm | null> {
   const kind = config.RAG_LLM;
   switch (kind) {
     case 'none':
       return null;
+    case 'local': {
+      // In-process GGUF runtime (node-llama-cpp, loaded only here); in distributed mode this runs in the generator.
+      const { LocalLlm, resolveLocalModel } = await import('../local-llm');
+      const modelPath = await resolveLocalModel({ modelPath: config.RAG_LLM_MODEL_PATH, modelsDir: config.modelsDir, autoFetch: config.RAG_MODELS_AUTO_FETCH });
+      return LocalLlm.create({
+        modelPath,
+        threads: config.RAG_LLM_THREADS,
+        contextSize: config.RAG_LLM_CONTEXT_SIZE,
+        sequences: config.RAG_LLM_SEQUENCES,
+        timeoutMs: config.RAG_LLM_TIMEOUT_MS,
+        maxTokens: config.RAG_LLM_MAX_TOKENS,
+      });
+    }
     case 'openai':
       return new OpenAiCompatibleLlm({
         baseUrl: config.RAG_LLM_BASE_URL!,

@@ -93,11 +93,25 @@ export const ConfigSchema = z.object({
   RAG_RERANKER_API_KEY: optStr,
   RAG_RERANKER_HTTP_MODEL: optStr,
 
-  RAG_LLM: z.enum(['none', 'openai']).default('none'),
+  /** `openai`: any OpenAI-compatible API (RAG_LLM_BASE_URL); `local`: a GGUF model in-process (node-llama-cpp). */
+  RAG_LLM: z.enum(['none', 'openai', 'local']).default('none'),
   RAG_LLM_BASE_URL: optStr,
   RAG_LLM_API_KEY: optStr,
   RAG_LLM_MODEL: z.string().default('gpt-4o-mini'),
   RAG_LLM_TIMEOUT_MS: int(30_000, 100),
+  /**
+   * RAG_LLM=local: the GGUF file. Unset: Gemma 3 270M Q4_K_M in RAG_MODELS_DIR (a BASE model, for tests and the no-key
+   * demo), fetched on first start when RAG_MODELS_AUTO_FETCH is on.
+   */
+  RAG_LLM_MODEL_PATH: optStr,
+  /** RAG_LLM=local: CPU threads (0 = os.availableParallelism(); the library's own default oversubscribes small machines). */
+  RAG_LLM_THREADS: int(0, 0, 1024),
+  /** RAG_LLM=local: context window in tokens of each sequence (prompt + answer of one request must fit; memory grows with RAG_LLM_SEQUENCES). */
+  RAG_LLM_CONTEXT_SIZE: int(8192, 512, 1_048_576),
+  /** RAG_LLM=local: requests generated at once (sequences of the context); more wait in a FIFO queue. */
+  RAG_LLM_SEQUENCES: int(1, 1, 64),
+  /** RAG_LLM=local: completion tokens when the caller sets no limit. */
+  RAG_LLM_MAX_TOKENS: int(512, 1, 1_048_576),
   /** LLM query preprocessing: multi-query expansion and/or HyDE (needs RAG_LLM). */
   RAG_QUERY_EXPANSION: z.enum(['none', 'multi', 'hyde', 'multi+hyde']).default('none'),
   RAG_QUERY_EXPANSIONS: int(3, 1, 10),
@@ -296,7 +310,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   if (cfg.RAG_EMBEDDER === 'http' && !cfg.RAG_EMBEDDING_URL) problems.push('RAG_EMBEDDER=http needs RAG_EMBEDDING_URL');
   if (cfg.RAG_RERANKER === 'http' && !cfg.RAG_RERANKER_URL) problems.push('RAG_RERANKER=http needs RAG_RERANKER_URL');
   if (cfg.RAG_LLM === 'openai' && !cfg.RAG_LLM_BASE_URL) problems.push('RAG_LLM=openai needs RAG_LLM_BASE_URL');
-  if (cfg.RAG_QUERY_EXPANSION !== 'none' && cfg.RAG_LLM === 'none') problems.push(`RAG_QUERY_EXPANSION=${cfg.RAG_QUERY_EXPANSION} needs an LLM (RAG_LLM=openai)`);
+  if (cfg.RAG_QUERY_EXPANSION !== 'none' && cfg.RAG_LLM === 'none') problems.push(`RAG_QUERY_EXPANSION=${cfg.RAG_QUERY_EXPANSION} needs an LLM (RAG_LLM=openai or local)`);
   if (cfg.RAG_CHUNK_OVERLAP_TOKENS >= cfg.RAG_CHUNK_TOKENS) problems.push('RAG_CHUNK_OVERLAP_TOKENS must be smaller than RAG_CHUNK_TOKENS');
   if (!isLoopback(cfg.RAG_HOST) && !cfg.RAG_API_KEYS && cfg.RAG_AUTH !== 'required') {
     problems.push(

@@ -16,6 +16,7 @@ import {
   type Embedder,
   type EmbeddingSpace,
   type KeywordIndex,
+  type Llm,
   type Registry,
   type VectorStore,
 } from '@rag/ports';
@@ -60,6 +61,7 @@ class CoreLifecycle implements OnApplicationBootstrap, OnApplicationShutdown {
       ['keywords', () => this.get<KeywordIndex>('keywords')!.close()],
       ['registry', () => this.get<Registry>('registry')!.close()],
       ['embedder', this.get<Embedder>('embedder')?.close?.bind(this.get<Embedder>('embedder'))],
+      ['llm', this.get<Llm>('llm')?.close?.bind(this.get<Llm>('llm'))],
     ];
     for (const [part, close] of steps) {
       if (!this.parts.includes(part as Part) || !close) continue;

@@ -1,0 +1,2 @@
+export * from './local-llm.adapter';
+export * from './model-file';
