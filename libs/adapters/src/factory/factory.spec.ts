@@ -27,7 +27,7 @@ describe('createEmbedder (onnx) with a model missing', () => {
     try {
       const config = loadConfig({ RAG_MODELS_DIR: modelsDir, RAG_DATA_DIR: modelsDir, RAG_MODELS_AUTO_FETCH: 'false' });
       expect(config.RAG_EMBEDDER).toBe('onnx'); // the default
-      await expect(createEmbedder(config)).rejects.toThrow(/bge-small-zh-v1\.5" is not installed.*models:fetch/);
+      await expect(createEmbedder(config)).rejects.toThrow(/bge-small-zh-v1\.5-q" is not installed.*models:fetch/);
     } finally {
       rmSync(modelsDir, { recursive: true, force: true });
     }
@@ -64,7 +64,7 @@ describe('prepareModels (start-up check)', () => {
       await expect(prepareModels(loadConfig({ RAG_EMBEDDER: 'hashing', RAG_MODELS_DIR: modelsDir }))).resolves.toBeUndefined();
       await expect(prepareModels(loadConfig({ RAG_MODELS_DIR: modelsDir, RAG_MODELS_AUTO_FETCH: 'false' }))).rejects.toMatchObject({
         code: 'unavailable',
-        message: expect.stringMatching(/bge-small-zh-v1\.5" is not installed.*models:fetch/),
+        message: expect.stringMatching(/bge-small-zh-v1\.5-q" is not installed.*models:fetch/),
       });
     } finally {
       rmSync(modelsDir, { recursive: true, force: true });
