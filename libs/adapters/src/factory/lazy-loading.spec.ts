@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 
 /*
@@ -13,6 +13,7 @@ const SDKS = ['@zilliz/milvus2-sdk-node', '@opensearch-project/opensearch', '@el
 
 let out: string;
 beforeAll(() => {
+  mkdirSync(join(root, 'tmp'), { recursive: true }); // absent in a fresh clone
   out = mkdtempSync(join(root, 'tmp', 'lazy-adapters-'));
   const swc = spawnSync(join(root, 'node_modules/.bin/swc'), ['libs', '-d', out, '--config-file', '.swcrc', '--ignore', '**/*.spec.ts', '--quiet'], {
     cwd: root,
