@@ -3,6 +3,7 @@ import { AppError, metrics, setSpanAttributes } from '@rag/platform';
 import type { ChatMessage, JsonSchema, Llm, LlmJsonResult, LlmUsage } from '@rag/ports';
 // Types only: the package is ESM-only and is loaded at run time by `loadNodeLlamaCpp` below.
 import type { ChatHistoryItem, GbnfJsonSchema, Llama, LlamaChat, LlamaContext, LlamaContextSequence, LlamaGrammar, LlamaJsonSchemaGrammar, LlamaModel } from 'node-llama-cpp';
+import { CallDeadline } from '../llm-call';
 
 type JsonGrammar = LlamaJsonSchemaGrammar<GbnfJsonSchema>;
 
@@ -242,7 +243,7 @@ export class LocalLlm implements Llm {
     onText?: (t: string) => void,
   ): Promise<{ text: string; usage: LlmUsage; stopReason: string; maxTokens: number }> {
     const history = toHistory(messages);
-    const timer = new Deadline(this.timeoutMs, opts.signal);
+    const timer = new CallDeadline(this.timeoutMs, opts.signal);
     let slot: Slot | undefined;
     let before: ReturnType<LlamaContextSequence['tokenMeter']['getState']> | undefined;
     let failed = false;
@@ -266,7 +267,7 @@ export class LocalLlm implements Llm {
     } catch (e) {
       failed = true;
       if (slot && before) this.usageSince(slot, before, opts);
-      throw timer.translate(e, this.id);
+      throw translateError(timer, e, this.id);
     } finally {
       timer.dispose();
       if (slot) await this.release(slot, failed);
@@ -385,48 +386,10 @@ function toHistory(messages: ChatMessage[]): ChatHistoryItem[] {
   return history;
 }
 
-/** One request's abort wiring: the caller's signal and our (re-armable) timeout abort one controller. */
-class Deadline {
-  private readonly controller = new AbortController();
-  private timer: NodeJS.Timeout | undefined;
-  private timedOut = false;
-  private readonly onCallerAbort = () => this.controller.abort(this.caller?.reason);
-
-  constructor(
-    private readonly ms: number,
-    private readonly caller: AbortSignal | undefined,
-  ) {
-    if (caller?.aborted) this.controller.abort(caller.reason);
-    else caller?.addEventListener('abort', this.onCallerAbort, { once: true });
-  }
-
-  get signal(): AbortSignal {
-    return this.controller.signal;
-  }
-
-  arm(): void {
-    this.disarm();
-    if (this.controller.signal.aborted) return;
-    this.timer = setTimeout(() => {
-      this.timedOut = true;
-      this.controller.abort(new Error('timeout'));
-    }, this.ms);
-  }
-
-  disarm(): void {
-    if (this.timer !== undefined) clearTimeout(this.timer);
-    this.timer = undefined;
-  }
-
-  dispose(): void {
-    this.disarm();
-    this.caller?.removeEventListener('abort', this.onCallerAbort);
-  }
-
-  translate(e: unknown, id: string): unknown {
-    if (this.timedOut) return new AppError('deadline_exceeded', `${id}: no token within ${this.ms} ms (RAG_LLM_TIMEOUT_MS)`);
-    if (this.caller?.aborted) return this.caller.reason ?? e;
-    if (e instanceof AppError) return e;
-    return new AppError('unavailable', `${id} failed: ${e instanceof Error ? e.message : String(e)}`);
-  }
+/** Maps whatever was thrown during a request to the error the caller should see. */
+function translateError(timer: CallDeadline, e: unknown, id: string): unknown {
+  if (timer.timedOut) return new AppError('deadline_exceeded', `${id}: no token within ${timer.ms} ms (RAG_LLM_TIMEOUT_MS)`);
+  if (timer.callerAborted) return timer.callerReason ?? e;
+  if (e instanceof AppError) return e;
+  return new AppError('unavailable', `${id} failed: ${e instanceof Error ? e.message : String(e)}`);
 }

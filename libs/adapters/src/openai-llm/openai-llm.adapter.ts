@@ -1,6 +1,7 @@
 import { AppError, metrics, setSpanAttributes, type ErrorCode } from '@rag/platform';
 import type { ChatMessage, Llm, LlmUsage } from '@rag/ports';
 import { SseDataParser } from './sse';
+import { CallDeadline } from '../llm-call';
 
 export interface OpenAiCompatibleLlmOptions {
   /** Base URL of an OpenAI-compatible API, e.g. `https://api.openai.com/v1` or `http://127.0.0.1:8000/v1`. */
@@ -94,7 +95,7 @@ export class OpenAiCompatibleLlm implements Llm {
   }
 
   async *stream(messages: ChatMessage[], opts: OpenAiStreamOptions = {}): AsyncIterable<string> {
-    const timer = new CallTimer(this.timeoutMs, opts.signal);
+    const timer = new CallDeadline(this.timeoutMs, opts.signal);
     try {
       const res = await this.postStreaming(messages, opts, timer);
       const contentType = res.headers.get('content-type') ?? '';
@@ -137,14 +138,14 @@ export class OpenAiCompatibleLlm implements Llm {
       if (usage) this.recordUsage(usage, opts);
       if (!finished) throw new OpenAiLlmError('unavailable', `LLM stream from ${this.endpoint} ended before completion (no [DONE])`);
     } catch (e) {
-      throw timer.translate(e, this.endpoint);
+      throw translateError(timer, e, this.endpoint);
     } finally {
       timer.dispose();
     }
   }
 
   async complete(messages: ChatMessage[], opts: OpenAiCallOptions = {}): Promise<{ text: string; usage?: LlmUsage }> {
-    const timer = new CallTimer(this.timeoutMs, opts.signal);
+    const timer = new CallDeadline(this.timeoutMs, opts.signal);
     try {
       timer.arm();
       const res = await this.post(this.body(messages, opts, false, false), 'application/json', timer.signal);
@@ -153,7 +154,7 @@ export class OpenAiCompatibleLlm implements Llm {
       if (usage) this.recordUsage(usage);
       return usage ? { text, usage } : { text };
     } catch (e) {
-      throw timer.translate(e, this.endpoint);
+      throw translateError(timer, e, this.endpoint);
     } finally {
       timer.dispose();
     }
@@ -169,7 +170,7 @@ export class OpenAiCompatibleLlm implements Llm {
   }
 
   /** POSTs a streaming request; retries once without `stream_options` when the server rejects that field. */
-  private async postStreaming(messages: ChatMessage[], opts: OpenAiCallOptions, timer: CallTimer): Promise<Response> {
+  private async postStreaming(messages: ChatMessage[], opts: OpenAiCallOptions, timer: CallDeadline): Promise<Response> {
     for (;;) {
       const withUsage = this.streamUsage;
       timer.arm();
@@ -203,58 +204,15 @@ export class OpenAiCompatibleLlm implements Llm {
   }
 }
 
-/**
- * One call's abort wiring: the caller's signal and our timeout both abort the request; `arm()`
- * (re)starts the timeout, `disarm()` stops it (while the consumer of a stream holds a piece, the
- * provider is not the one keeping us waiting).
- */
-class CallTimer {
-  private readonly controller = new AbortController();
-  private timer: NodeJS.Timeout | undefined;
-  timedOut = false;
-  private readonly onCallerAbort = () => this.controller.abort(this.caller?.reason);
-
-  constructor(
-    private readonly ms: number,
-    private readonly caller: AbortSignal | undefined,
-  ) {
-    if (caller?.aborted) this.controller.abort(caller.reason);
-    else caller?.addEventListener('abort', this.onCallerAbort, { once: true });
+/** Maps whatever was thrown during a call to the error the caller should see. */
+function translateError(timer: CallDeadline, e: unknown, endpoint: string): unknown {
+  if (timer.timedOut) {
+    return new OpenAiLlmError('deadline_exceeded', `LLM request to ${endpoint} timed out: no response data within ${timer.ms} ms`);
   }
-
-  get signal(): AbortSignal {
-    return this.controller.signal;
-  }
-
-  arm(): void {
-    this.disarm();
-    if (this.controller.signal.aborted) return;
-    this.timer = setTimeout(() => {
-      this.timedOut = true;
-      this.controller.abort(new Error('timeout'));
-    }, this.ms);
-  }
-
-  disarm(): void {
-    if (this.timer !== undefined) clearTimeout(this.timer);
-    this.timer = undefined;
-  }
-
-  dispose(): void {
-    this.disarm();
-    this.caller?.removeEventListener('abort', this.onCallerAbort);
-  }
-
-  /** Maps whatever was thrown to the error the caller should see. */
-  translate(e: unknown, endpoint: string): unknown {
-    if (this.timedOut) {
-      return new OpenAiLlmError('deadline_exceeded', `LLM request to ${endpoint} timed out: no response data within ${this.ms} ms`);
-    }
-    if (this.caller?.aborted) return this.caller.reason ?? e;
-    if (e instanceof AppError) return e;
-    const cause = e instanceof Error ? (e.cause instanceof Error ? `${e.message}: ${e.cause.message}` : e.message) : String(e);
-    return new OpenAiLlmError('unavailable', `LLM request to ${endpoint} failed: ${cause}`);
-  }
+  if (timer.callerAborted) return timer.callerReason ?? e;
+  if (e instanceof AppError) return e;
+  const cause = e instanceof Error ? (e.cause instanceof Error ? `${e.message}: ${e.cause.message}` : e.message) : String(e);
+  return new OpenAiLlmError('unavailable', `LLM request to ${endpoint} failed: ${cause}`);
 }
 
 async function readBody(res: Response, limit: number): Promise<string> {
