@@ -76,6 +76,18 @@ describe('tenants and access (distributed: Kafka, gRPC, Milvus, OpenSearch)', ()
   });
 
   it('tenant A never retrieves tenant B’s chunks; ACLs hold for key groups, no groups and forwarded JWTs, in every mode', { timeout: 120_000 }, async () => {
+    // Milvus searches at Bounded consistency: a vector indexed a moment ago can take a few seconds to be searchable, so
+    // first wait until each tenant's admin sees everything it seeded (a flake seen once in CI: B dense missed one).
+    // "Nobody else sees it" is never polled: every assertion below holds from its first request.
+    for (const [key, want] of [
+      [keys.adminA, ALL_A],
+      [keys.adminB, ALL_B],
+    ] as const) {
+      await attributeChange.eventually(
+        () => retrieveIds(call, bearer(key), 'dense'),
+        (r) => JSON.stringify(r.ids) === JSON.stringify(want),
+      );
+    }
     for (const mode of MODES) {
       expect((await retrieveIds(call, bearer(keys.adminA), mode)).ids, `A ${mode}`).toEqual(ALL_A);
       expect((await retrieveIds(call, bearer(keys.adminB), mode)).ids, `B ${mode}`).toEqual(ALL_B);

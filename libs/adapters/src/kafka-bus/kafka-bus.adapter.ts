@@ -320,6 +320,8 @@ export class KafkaBus implements MessageBroker {
   }
 
   async lag(): Promise<{ group: string; topic: Topic; lag: number }[]> {
+    // A closed bus is not connected, whatever a kafkajs admin that reconnects on demand would still answer (readiness).
+    if (this.closingBus || this.closed) throw new Error('bus is closed');
     await this.ensureTopics();
     const own = this.subscribedGroups();
     const admin = await this.ensureAdmin();
