@@ -1,6 +1,5 @@
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import { Piscina } from 'piscina';
+import { isAbort, workerEntry } from '../worker-parser/worker-support';
 import type { Chunk } from '@rag/contracts';
 import { Logger } from '@rag/platform';
 import type { KeywordHit, KeywordIndex, KeywordSearchRequest } from '@rag/ports';
@@ -24,16 +23,6 @@ export interface OffloadedKeywordStats {
   /** Searches whose worker failed (crashed, exited, could not open the index) and that ran on this thread instead. */
   retriedInProcess: number;
   timedOut: number;
-}
-
-function workerEntry(file: string | undefined): { filename: string; tsEntry?: string } {
-  const target = file ?? (existsSync(join(__dirname, 'keyword-search.worker.js')) ? join(__dirname, 'keyword-search.worker.js') : join(__dirname, 'keyword-search.worker.ts'));
-  if (!existsSync(target)) throw new Error(`keyword search worker module not found: ${target}`);
-  return target.endsWith('.ts') ? { filename: join(__dirname, '..', 'worker-parser', 'ts-worker.cjs'), tsEntry: target } : { filename: target };
-}
-
-function isAbort(err: unknown): boolean {
-  return err instanceof Error && err.name === 'AbortError';
 }
 
 /**
@@ -64,7 +53,7 @@ export class OffloadedKeywordIndex implements KeywordIndex {
     private readonly options: OffloadedKeywordIndexOptions,
   ) {
     if (!Number.isInteger(options.workers) || options.workers < 1) throw new RangeError(`OffloadedKeywordIndex needs at least 1 worker (got ${options.workers})`);
-    workerEntry(options.workerFile); // fail at start-up, not at the first query, when the module is missing
+    workerEntry(__dirname, 'keyword-search.worker', 'keyword search worker', options.workerFile); // fail at start-up, not at the first query, when the module is missing
   }
 
   /** Messages a worker posts (tests use them to see a search start); starts the pool. */
@@ -78,7 +67,7 @@ export class OffloadedKeywordIndex implements KeywordIndex {
 
   private poolOf(): Piscina<KeywordSearchRequest, KeywordHit[]> {
     if (this.pool) return this.pool;
-    const entry = workerEntry(this.options.workerFile);
+    const entry = workerEntry(__dirname, 'keyword-search.worker', 'keyword search worker', this.options.workerFile);
     this.pool = new Piscina<KeywordSearchRequest, KeywordHit[]>({
       filename: entry.filename,
       workerData: { ...this.options.index, ...(entry.tsEntry ? { tsEntry: entry.tsEntry } : {}) },

@@ -1,6 +1,5 @@
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import { Piscina } from 'piscina';
+import { isAbort, Slots, workerEntry } from '../worker-parser/worker-support';
 import { groundingTaskProblem, LexicalMemo, runGrounding, type GroundingResult, type GroundingTask, type LexicalMemoOptions } from '@rag/domain';
 import { Logger } from '@rag/platform';
 import type { Grounding, GroundingOutcome } from '@rag/ports';
@@ -25,38 +24,6 @@ export interface WorkerGroundingStats {
   timedOut: number;
 }
 
-/** Built (dist/): grounding.worker.js beside this file; from sources (vitest): the .ts file through worker-parser's ts-worker.cjs. */
-function workerEntry(file: string | undefined): { filename: string; tsEntry?: string } {
-  const target = file ?? (existsSync(join(__dirname, 'grounding.worker.js')) ? join(__dirname, 'grounding.worker.js') : join(__dirname, 'grounding.worker.ts'));
-  if (!existsSync(target)) throw new Error(`grounding worker module not found: ${target}`);
-  return target.endsWith('.ts') ? { filename: join(__dirname, '..', 'worker-parser', 'ts-worker.cjs'), tsEntry: target } : { filename: target };
-}
-
-/** First-come first-served slots, so a task's time limit starts when a worker takes it, not while it waits. */
-class Slots {
-  private free: number;
-  private readonly waiting: (() => void)[] = [];
-  constructor(size: number) {
-    this.free = size;
-  }
-  async acquire(): Promise<void> {
-    if (this.free > 0) {
-      this.free--;
-      return;
-    }
-    await new Promise<void>((resolve) => this.waiting.push(resolve));
-  }
-  release(): void {
-    const next = this.waiting.shift();
-    if (next) next();
-    else this.free++;
-  }
-}
-
-function isAbort(err: unknown): boolean {
-  return err instanceof Error && err.name === 'AbortError';
-}
-
 /**
  * Grounding (relevance gate + extractive answer) on a piscina worker-thread pool, so this per-query CPU work runs on
  * the other cores while the event loop serves HTTP and the stores (issue 13 item 3). Failure handling, so no request
@@ -78,7 +45,7 @@ export class WorkerGrounding implements Grounding {
 
   constructor(private readonly options: WorkerGroundingOptions) {
     if (!Number.isInteger(options.workers) || options.workers < 1) throw new RangeError(`WorkerGrounding needs at least 1 worker (got ${options.workers})`);
-    const entry = workerEntry(options.workerFile);
+    const entry = workerEntry(__dirname, 'grounding.worker', 'grounding worker', options.workerFile);
     this.slots = new Slots(options.workers);
     this.fallbackMemo = options.memo && options.memo.maxEntries > 0 ? new LexicalMemo(options.memo) : undefined;
     this.pool = new Piscina<GroundingTask, GroundingResult>({

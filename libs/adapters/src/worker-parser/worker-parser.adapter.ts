@@ -1,9 +1,8 @@
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import { Piscina } from 'piscina';
 import type { LoadResult, ParseLimits } from '@rag/domain';
 import type { DocumentParser, ParseOutcome, ParseRequest } from '@rag/ports';
 import type { ParseTask } from './parse.worker';
+import { isAbort, Slots, workerEntry } from './worker-support';
 
 export interface WorkerParserOptions {
   /** Parses at once (worker threads); more wait for a free one (RAG_PARSE_WORKERS). */
@@ -18,41 +17,6 @@ export interface WorkerParserOptions {
   workerFile?: string;
   /** Idle workers exit after this long (default 30 s); a parse after that starts a fresh one. */
   idleTimeoutMs?: number;
-}
-
-/**
- * The worker module piscina loads. Built (dist/): parse.worker.js beside this file. From sources (vitest): the .ts file,
- * through ts-worker.cjs, which compiles TypeScript in the worker with the build's own SWC settings.
- */
-function workerEntry(file: string | undefined): { filename: string; workerData?: { tsEntry: string } } {
-  const target = file ?? (existsSync(join(__dirname, 'parse.worker.js')) ? join(__dirname, 'parse.worker.js') : join(__dirname, 'parse.worker.ts'));
-  if (!existsSync(target)) throw new Error(`parse worker module not found: ${target}`);
-  return target.endsWith('.ts') ? { filename: join(__dirname, 'ts-worker.cjs'), workerData: { tsEntry: target } } : { filename: target };
-}
-
-/** First-come first-served slots, so a parse's time limit starts when a worker takes it, not while it waits. */
-class Slots {
-  private free: number;
-  private readonly waiting: (() => void)[] = [];
-  constructor(size: number) {
-    this.free = size;
-  }
-  async acquire(): Promise<void> {
-    if (this.free > 0) {
-      this.free--;
-      return;
-    }
-    await new Promise<void>((resolve) => this.waiting.push(resolve));
-  }
-  release(): void {
-    const next = this.waiting.shift();
-    if (next) next();
-    else this.free++;
-  }
-}
-
-function isAbort(err: unknown): boolean {
-  return err instanceof Error && err.name === 'AbortError';
 }
 
 function isOutOfMemory(err: unknown): boolean {
@@ -72,11 +36,11 @@ export class WorkerDocumentParser implements DocumentParser {
   private closed = false;
 
   constructor(private readonly options: WorkerParserOptions) {
-    const entry = workerEntry(options.workerFile);
+    const entry = workerEntry(__dirname, 'parse.worker', 'parse worker', options.workerFile);
     this.slots = new Slots(options.workers);
     this.pool = new Piscina<ParseTask, LoadResult>({
       filename: entry.filename,
-      ...(entry.workerData ? { workerData: entry.workerData } : {}),
+      ...(entry.tsEntry ? { workerData: { tsEntry: entry.tsEntry } } : {}),
       minThreads: 0,
       maxThreads: options.workers,
       idleTimeout: options.idleTimeoutMs ?? 30_000,
