@@ -25,7 +25,7 @@ async function completionTokens(server: Server): Promise<number> {
   return line ? Number(line.trim().split(/\s+/).pop()) : 0;
 }
 
-describe('with RAG_LLM=local (in-process GGUF model)', () => {
+describe.skipIf(process.env.RAG_SKIP_MODEL_TESTS === '1')('with RAG_LLM=local (in-process GGUF model)', () => {
   let server: Server;
 
   beforeAll(async () => {

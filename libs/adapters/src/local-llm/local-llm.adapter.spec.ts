@@ -29,7 +29,7 @@ async function collect(stream: AsyncIterable<string>, onPiece?: (p: string) => v
   return pieces;
 }
 
-describe('LocalLlm on a real GGUF model (node-llama-cpp)', () => {
+describe.skipIf(process.env.RAG_SKIP_MODEL_TESTS === '1')('LocalLlm on a real GGUF model (node-llama-cpp)', () => {
   let llm: LocalLlm;
   beforeAll(async () => {
     ensureTestModels([DEFAULT_LOCAL_MODEL.name]);

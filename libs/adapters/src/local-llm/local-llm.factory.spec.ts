@@ -6,7 +6,7 @@ import { ensureTestModels, TEST_MODELS_DIR } from '../onnx-embedder/test-models'
 import { LocalLlm } from './local-llm.adapter';
 import { DEFAULT_LOCAL_MODEL } from './model-file';
 
-describe('createLlm with RAG_LLM=local', () => {
+describe.skipIf(process.env.RAG_SKIP_MODEL_TESTS === '1')('createLlm with RAG_LLM=local', () => {
   beforeAll(() => ensureTestModels([DEFAULT_LOCAL_MODEL.name]), 15 * 60_000);
 
   it('loads the default GGUF from RAG_MODELS_DIR with the configured threads and context', async () => {
