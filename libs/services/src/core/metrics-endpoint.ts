@@ -26,7 +26,8 @@ export async function renderMetrics(parts: { bus?: Bus | null; registry?: Regist
   return metricsRegistry.metrics();
 }
 
-function withTimeout<T>(p: Promise<T>, what: string): Promise<T> {
+/** `p`, or a rejection naming `what` once LAG_TIMEOUT_MS passed (a store or broker that is down must not hang the caller). */
+export function withTimeout<T>(p: Promise<T>, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   return Promise.race([
     p,

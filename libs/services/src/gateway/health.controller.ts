@@ -3,7 +3,7 @@ import type { Response } from 'express';
 import { StoreIntegrityService } from '@rag/application';
 import { metricsRegistry } from '@rag/platform';
 import { BUS, REGISTRY, type Bus, type Registry } from '@rag/ports';
-import { renderMetrics } from '../core/metrics-endpoint';
+import { renderMetrics, withTimeout } from '../core/metrics-endpoint';
 import { Public } from './auth.guard';
 
 @Controller()
@@ -35,8 +35,11 @@ export class HealthController {
         res.status(503).json({ status: 'not_ready', error: stores.problems.map((p) => p.message).join('\n'), stores: storeView });
         return;
       }
-      const counts = this.registry ? await this.registry.countByStatus() : undefined;
-      const lag = this.bus ? await this.bus.lag() : [];
+      // Each read is time-limited: a registry or broker that hangs answers 503 naming it, never a hung probe.
+      const [counts, lag] = await Promise.all([
+        this.registry ? withTimeout(this.registry.countByStatus(), 'registry (documents by status)') : undefined,
+        this.bus ? withTimeout(this.bus.lag(), 'bus (consumer lag)') : [],
+      ]);
       res.status(200).json({ status: 'ready', documents: counts, backlog: lag.reduce((a, l) => a + l.lag, 0), ...(storeView ? { stores: storeView } : {}) });
     } catch (e) {
       res.status(503).json({ status: 'not_ready', error: e instanceof Error ? e.message : String(e) });
