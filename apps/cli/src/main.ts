@@ -9,6 +9,7 @@ import { defaultOodFile, evaluateMode, ingestDataset, readDataset, readOodQuesti
 import { ingest } from './ingest';
 import { dbCommand } from './db';
 import { keysCommand } from './keys';
+import { reindexCommand } from './reindex';
 import { HttpClient, InProcessClient, type PlatformClient } from './platform-client';
 import { collectSources } from './sources';
 
@@ -165,6 +166,7 @@ program
 
 program.addCommand(keysCommand(() => config()));
 program.addCommand(dbCommand(() => config()));
+program.addCommand(reindexCommand(config));
 
 /** A path relative to the repository root when it lies inside it, else absolute. */
 function displayPath(file: string): string {

@@ -48,6 +48,11 @@ export const ChunkSchema = z.object({
   metadata: MetadataSchema,
   text: z.string(),
   token_count: z.number().int().nonnegative(),
+  /**
+   * Contextual retrieval (RAG_CONTEXTUAL_CHUNKS=on): one or two sentences an LLM wrote to situate the chunk in its
+   * document; prepended for embedding and BM25, shown in citations. Absent when off or when the LLM call failed.
+   */
+  context: z.string().max(2000).optional(),
 });
 export type Chunk = z.infer<typeof ChunkSchema>;
 

@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import Database from 'better-sqlite3';
 import type { Chunk } from '@rag/contracts';
-import { tokenize } from '@rag/domain';
+import { keywordText, tokenize } from '@rag/domain';
 import { Logger } from '@rag/platform';
 import type { KeywordHit, KeywordIndex, KeywordSearchRequest } from '@rag/ports';
 import { scopeAndFiltersSql } from './sql-filters';
@@ -108,8 +108,8 @@ const BOUND_SLACK = 1 + 1e-9;
 const BATCH = 4096;
 
 /** The text a child chunk is indexed under. */
-export function indexedText(chunk: Pick<Chunk, 'title' | 'heading_path' | 'text'>): string {
-  return [chunk.title, ...chunk.heading_path, chunk.text].filter((s) => s.length > 0).join('\n');
+export function indexedText(chunk: Pick<Chunk, 'title' | 'heading_path' | 'text' | 'context'>): string {
+  return keywordText(chunk); // title, headings, the contextual-retrieval context when present, text
 }
 
 export class EmbeddedBm25KeywordIndex implements KeywordIndex {

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Chunk } from '@rag/contracts';
-import { segmentForIndex } from '@rag/domain';
+import { keywordText, segmentForIndex } from '@rag/domain';
 import { encodeFieldKey } from './mapping';
 
 /** Elasticsearch/OpenSearch reject `_id`s longer than 512 bytes. */
@@ -16,8 +16,8 @@ export function engineId(chunkId: string): string {
 }
 
 /** The text a child chunk is indexed under (same as the embedded BM25 index): title, heading path, text. */
-export function indexedText(chunk: Pick<Chunk, 'title' | 'heading_path' | 'text'>): string {
-  return [chunk.title, ...chunk.heading_path, chunk.text].filter((s) => s.length > 0).join('\n');
+export function indexedText(chunk: Pick<Chunk, 'title' | 'heading_path' | 'text' | 'context'>): string {
+  return keywordText(chunk); // title, headings, the contextual-retrieval context when present, text
 }
 
 export interface ChunkDocument {

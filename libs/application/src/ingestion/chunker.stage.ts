@@ -3,16 +3,22 @@ import { DocumentEventSchema, Topic, type ChunksEvent } from '@rag/contracts';
 import { chunkDocumentWithin, DEFAULT_MAX_CHUNKS_PER_DOCUMENT, type ChunkOptions } from '@rag/domain';
 import { setSpanAttributes } from '@rag/platform';
 import type { Bus, BusMessage } from '@rag/ports';
+import type { Contextualizer } from './contextualizer';
 import { publishStatus } from './stage-publisher';
 import { parseMessage } from './validate';
 
-/** Splits a structured document into parent and child chunks; a document over `maxChunks` chunks is `failed`. */
+/**
+ * Splits a structured document into parent and child chunks; a document over `maxChunks` chunks is `failed`. With a
+ * contextualizer (RAG_CONTEXTUAL_CHUNKS=on), each child then gets its LLM-written context before it is published;
+ * a failed LLM call leaves that chunk without one and never fails the document.
+ */
 export class ChunkerStage {
   constructor(
     private readonly bus: Bus,
     private readonly options: ChunkOptions,
     /** RAG_MAX_CHUNKS_PER_DOCUMENT */
     private readonly maxChunks: number = DEFAULT_MAX_CHUNKS_PER_DOCUMENT,
+    private readonly contextualizer: Contextualizer | null = null,
   ) {}
 
   async handle(msg: BusMessage): Promise<void> {
@@ -33,11 +39,22 @@ export class ChunkerStage {
       await this.fail(doc, `${chunked.code}: ${chunked.reason} (RAG_MAX_CHUNKS_PER_DOCUMENT)`);
       return;
     }
-    const chunks = chunked.chunks;
+    let chunks = chunked.chunks;
     setSpanAttributes({ 'rag.chunks': chunks.length, 'rag.chunks.child': chunks.filter((c) => c.kind === 'child').length });
     if (chunks.length === 0) {
       await this.fail(doc, 'empty: the document has no text to index');
       return;
+    }
+    if (this.contextualizer) {
+      const c = await this.contextualizer.contextualize({ document_id: doc.document_id, title: doc.title, chunks });
+      chunks = c.chunks;
+      setSpanAttributes({
+        'rag.context.model': this.contextualizer.modelId,
+        'rag.context.written': c.written,
+        'rag.context.failed': c.failed,
+        'rag.context.empty': c.empty,
+        'rag.context.prompt_tokens': c.prompt_tokens,
+      });
     }
     const out: ChunksEvent = {
       event_id: randomUUID(),

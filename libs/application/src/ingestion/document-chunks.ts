@@ -14,6 +14,8 @@ export interface DocumentChunkView {
   text: string;
   token_count: number;
   source_url?: string;
+  /** The LLM-written context (RAG_CONTEXTUAL_CHUNKS=on), when the chunk has one. */
+  context?: string;
 }
 
 /**
@@ -46,6 +48,7 @@ export async function listDocumentChunks(
       text: c.text,
       token_count: c.token_count,
       ...(c.source_url ? { source_url: c.source_url } : {}),
+      ...(c.context ? { context: c.context } : {}),
     }));
   return { version: doc.active_version, total, chunks };
 }

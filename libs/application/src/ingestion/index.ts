@@ -8,3 +8,5 @@ export * from './embedder.stage';
 export * from './indexer.stage';
 export * from './status.projector';
 export * from './dead-letter.projector';
+export * from './contextualizer';
+export * from './contextualizer.reindex';

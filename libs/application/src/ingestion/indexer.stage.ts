@@ -154,6 +154,8 @@ export function chunksFingerprint(chunks: readonly Chunk[]): string {
       metadata: Object.entries(c.metadata).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
       text: c.text,
       token_count: c.token_count,
+      // A re-index that adds (or drops) the LLM-written context is a change, not a no-op.
+      context: c.context ?? null,
     }));
   return createHash('sha256').update(JSON.stringify(rows), 'utf8').digest('hex');
 }

@@ -147,6 +147,8 @@ export class QueryOrchestrator {
         ...(c.source_url ? { source_url: c.source_url } : {}),
         // The section the chunk sits in (the console shows it with the cited text).
         ...(c.heading_path?.length ? { heading_path: c.heading_path } : {}),
+        // Contextual retrieval: the LLM-written context the chunk was indexed with.
+        ...(c.context ? { context: c.context } : {}),
       }));
     return {
       answer: gen.answer,

@@ -118,6 +118,7 @@ export class RetrieverService implements RetrieveCall {
         heading_path: c.heading_path,
         parent_id: c.parent_id,
         ...(c.source_url !== undefined ? { source_url: c.source_url } : {}),
+        ...(c.context ? { context: c.context } : {}),
       });
     }
     const results = expandToParents(scored, new Map(parents.map((p) => [p.chunk_id, p.text]))).slice(0, req.top_k);

@@ -75,6 +75,8 @@ export interface Citation {
   source_url?: string;
   /** Headings above the chunk in its document, outermost first; absent when it has none. */
   heading_path?: string[];
+  /** The LLM-written context of the chunk (RAG_CONTEXTUAL_CHUNKS=on); absent when it has none. */
+  context?: string;
 }
 
 export interface QueryAnswer {

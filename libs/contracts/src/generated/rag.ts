@@ -53,6 +53,8 @@ export interface ScoredChunk {
   parent_text: string;
   source_url: string;
   heading_path: string[];
+  /** The LLM-written context of the chunk (RAG_CONTEXTUAL_CHUNKS=on); '' = none (implicit presence, like parent_text). */
+  context: string;
 }
 
 export interface RetrieveResponse {

@@ -322,7 +322,7 @@ const MAX_PREFIX_CHARS = 200;
  * would otherwise eat the embedder's window), a heading equal to the title or to its parent heading
  * is not repeated, and nothing is prefixed when there is no title or heading.
  */
-export function embeddingText(chunk: Pick<Chunk, 'title' | 'heading_path' | 'text'>): string {
+export function embeddingText(chunk: Pick<Chunk, 'title' | 'heading_path' | 'text' | 'context'>): string {
   const parts: string[] = [];
   for (const raw of [chunk.title, ...chunk.heading_path]) {
     const p = raw.replace(/\s+/g, ' ').trim();
@@ -333,5 +333,16 @@ export function embeddingText(chunk: Pick<Chunk, 'title' | 'heading_path' | 'tex
   }
   let prefix = parts.join(' > ');
   if (prefix.length > MAX_PREFIX_CHARS) prefix = `${Array.from(prefix).slice(0, MAX_PREFIX_CHARS - 1).join('').trimEnd()}…`;
-  return prefix ? `${prefix}\n${chunk.text}` : chunk.text;
+  // Contextual retrieval: the LLM-written context goes between the heading line and the text.
+  const context = chunk.context?.trim();
+  const body = context ? `${context}\n${chunk.text}` : chunk.text;
+  return prefix ? `${prefix}\n${body}` : body;
+}
+
+/**
+ * The text a child chunk is indexed under for BM25 (embedded and OpenSearch/Elasticsearch alike): title, heading
+ * path, the LLM-written context when it has one (RAG_CONTEXTUAL_CHUNKS), then the text.
+ */
+export function keywordText(chunk: Pick<Chunk, 'title' | 'heading_path' | 'text' | 'context'>): string {
+  return [chunk.title, ...chunk.heading_path, chunk.context?.trim() ?? '', chunk.text].filter((s) => s.length > 0).join('\n');
 }

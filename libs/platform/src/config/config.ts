@@ -114,6 +114,15 @@ export const ConfigSchema = z.object({
   /** LLM query preprocessing: multi-query expansion and/or HyDE (needs RAG_LLM). */
   RAG_QUERY_EXPANSION: z.enum(['none', 'multi', 'hyde', 'multi+hyde']).default('none'),
   RAG_QUERY_EXPANSIONS: int(3, 1, 10),
+  /**
+   * Contextual retrieval (issue 16 item 5): at ingestion the LLM writes one or two sentences situating each child
+   * chunk in its document, stored on the chunk and prepended for embedding and BM25 (needs RAG_LLM). Off by default.
+   */
+  RAG_CONTEXTUAL_CHUNKS: z.enum(['off', 'on']).default('off'),
+  /** Contextual chunks: the document text given to the LLM is cut to this many tokens (the same prefix for every chunk). */
+  RAG_CONTEXTUAL_DOC_TOKENS: int(3000, 100, 1_000_000),
+  /** Contextual chunks: completion tokens of one context. */
+  RAG_CONTEXTUAL_MAX_TOKENS: int(96, 8, 1024),
 
   RAG_CHUNK_TOKENS: int(200, 16, 8192),
   RAG_CHUNK_OVERLAP_TOKENS: int(30, 0, 4096),
@@ -312,6 +321,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   if (cfg.RAG_RERANKER === 'http' && !cfg.RAG_RERANKER_URL) problems.push('RAG_RERANKER=http needs RAG_RERANKER_URL');
   if (cfg.RAG_LLM === 'openai' && !cfg.RAG_LLM_BASE_URL) problems.push('RAG_LLM=openai needs RAG_LLM_BASE_URL');
   if (cfg.RAG_QUERY_EXPANSION !== 'none' && cfg.RAG_LLM === 'none') problems.push(`RAG_QUERY_EXPANSION=${cfg.RAG_QUERY_EXPANSION} needs an LLM (RAG_LLM=openai or local)`);
+  if (cfg.RAG_CONTEXTUAL_CHUNKS === 'on' && cfg.RAG_LLM === 'none') problems.push('RAG_CONTEXTUAL_CHUNKS=on needs an LLM (RAG_LLM=openai or local)');
   if (cfg.RAG_CHUNK_OVERLAP_TOKENS >= cfg.RAG_CHUNK_TOKENS) problems.push('RAG_CHUNK_OVERLAP_TOKENS must be smaller than RAG_CHUNK_TOKENS');
   if (!isLoopback(cfg.RAG_HOST) && !cfg.RAG_API_KEYS && cfg.RAG_AUTH !== 'required') {
     problems.push(

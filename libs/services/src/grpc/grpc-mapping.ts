@@ -41,10 +41,11 @@ export const toWireChunk = (c: ScoredChunk): RagV1.ScoredChunk => ({
   heading_path: c.heading_path,
   parent_text: c.parent_text ?? '',
   source_url: c.source_url ?? '',
+  context: c.context ?? '',
 });
 
-export function fromWireChunk({ parent_text, source_url, ...c }: RagV1.ScoredChunk): ScoredChunk {
-  return { ...c, ...(parent_text ? { parent_text } : {}), ...(source_url ? { source_url } : {}) };
+export function fromWireChunk({ parent_text, source_url, context, ...c }: RagV1.ScoredChunk): ScoredChunk {
+  return { ...c, ...(parent_text ? { parent_text } : {}), ...(source_url ? { source_url } : {}), ...(context ? { context } : {}) };
 }
 
 const WireChunkSchema = z.object({
@@ -56,6 +57,8 @@ const WireChunkSchema = z.object({
   parent_text: z.string().max(10 * MAX_TEXT),
   source_url: z.string().max(8192),
   heading_path: z.array(z.string().max(MAX_TEXT)).max(64),
+  // Absent from a peer built before the field (proto3: '' then).
+  context: z.string().max(MAX_TEXT).default(''),
 });
 
 const chunksFromWire = (chunks: RagV1.ScoredChunk[], what: string): ScoredChunk[] => parse(z.array(WireChunkSchema).max(MAX_ITEMS), chunks, what).map(fromWireChunk);
