@@ -21,6 +21,14 @@ export interface OutgoingMessage<V = unknown> {
 
 export type MessageHandler = (msg: BusMessage) => Promise<void>;
 
+/**
+ * What a batch handler reports for each message of a batch, in order: `undefined` = handled; an error = that message
+ * alone failed (the bus retries it alone, by the same policy, then dead-letters it; the others are not redelivered).
+ */
+export type BatchOutcome = Error | undefined;
+/** Handles several messages of one topic at once (distinct keys, so no per-key order is at stake within a call). */
+export type BatchMessageHandler = (msgs: BusMessage[]) => Promise<BatchOutcome[]>;
+
 export interface SubscribeOptions {
   /** Consumer group; each group gets every message once (at least once). */
   group: string;
@@ -28,6 +36,11 @@ export interface SubscribeOptions {
   /** Name of the stage, recorded on DLQ messages. */
   stage: string;
   handler: MessageHandler;
+  /**
+   * Optional bulk path: a bus that reads messages in batches (Kafka `eachBatch`) hands up to its batch size of them,
+   * with distinct keys, to one call; buses that deliver one at a time (the embedded log) use `handler`, as do retries.
+   */
+  batchHandler?: BatchMessageHandler;
 }
 
 /**

@@ -74,6 +74,10 @@ export interface Registry {
   /** The version had the same content as the active one: the active version stays. */
   markUnchanged(documentId: string, version: number): Promise<void>;
   markDeleted(documentId: string, version: number): Promise<void>;
+  /** Batch forms (bulk ingestion): the records of these ids (unknown ids absent), in one round trip. */
+  getMany?(documentIds: string[]): Promise<Map<string, DocumentRecord>>;
+  /** `markIndexed` for several documents in one transaction (each update still fenced on its version). */
+  markIndexedMany?(items: { documentId: string; version: number; contentHash: string; chunks: number }[]): Promise<void>;
   /** Active versions of documents, for the query-time version fence. */
   activeVersions(documentIds: string[]): Promise<Map<string, number>>;
   countByStatus(tenant?: string): Promise<Record<DocumentStatus, number>>;

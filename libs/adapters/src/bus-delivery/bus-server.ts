@@ -3,7 +3,7 @@ import { BaseRpcContext, Server, type CustomTransportStrategy, type MessageHandl
 import { isObservable, lastValueFrom, throwError, type Observable } from 'rxjs';
 import { ALL_TOPICS, type Topic } from '@rag/contracts';
 import { extractTraceContext, inSpan, inStage, metrics, SpanKind, timeStage, type Attributes, type StageName } from '@rag/platform';
-import type { Bus, BusMessage, MessageHandler as BusHandler, SubscribeOptions } from '@rag/ports';
+import type { BatchOutcome, Bus, BusMessage, MessageHandler as BusHandler, SubscribeOptions } from '@rag/ports';
 
 /** The pipeline stage (span name and `rag_stage_duration_seconds` label) of each consumer group. */
 const STAGE_OF: Record<string, StageName> = { loader: 'load', chunker: 'chunk', embedder: 'embed', indexer: 'index' };
@@ -12,6 +12,13 @@ const STAGE_OF: Record<string, StageName> = { loader: 'load', chunker: 'chunk', 
 export interface BusPatternExtras {
   /** Consumer group (one per stage); each group gets every message of the topic once (at least once). */
   group: string;
+  /**
+   * The handler takes `BusMessage[]` and resolves to one BatchOutcome per message (bulk ingestion): a bus that reads
+   * batches (Kafka) hands it up to its batch size of distinct-key messages at once; the embedded log bus and every
+   * retry hand it one. Such a handler opens its own per-message stage spans (it knows which work is whose), so the
+   * transport only counts its outcomes.
+   */
+  batch?: boolean;
 }
 
 /** The context of one delivery (`@Ctx() ctx: BusContext`): the message with its partition, offset, headers and attempt. */
@@ -98,22 +105,47 @@ export class BusServer extends Server implements CustomTransportStrategy {
   }
 
   private collect(): SubscribeOptions[] {
-    const found: { pattern: string; handler: MessageHandler; group: string }[] = [];
+    const found: { pattern: string; handler: MessageHandler; group: string; batch: boolean }[] = [];
     for (const [pattern, head] of this.getHandlers()) {
       for (let h: MessageHandler | undefined = head; h; h = h.next) {
         if (!h.isEventHandler) throw new Error(`bus pattern ${pattern}: the bus carries events only (use @EventPattern, not @MessagePattern)`);
         if (!TOPICS.has(pattern)) throw new Error(`bus pattern ${pattern} is not a topic (one of ${ALL_TOPICS.join(', ')})`);
         const group = (h.extras as Partial<BusPatternExtras> | undefined)?.group;
         if (typeof group !== 'string' || group.length === 0) throw new Error(`@EventPattern(${pattern}) needs its consumer group: @EventPattern(topic, BUS_TRANSPORT, { group: '<stage>' })`);
-        found.push({ pattern, handler: h, group });
+        found.push({ pattern, handler: h, group, batch: (h.extras as Partial<BusPatternExtras> | undefined)?.batch === true });
       }
     }
     // Each handler runs in its own group with its own retries: unchain them (Nest would fork-join the chain).
     for (const f of found) f.handler.next = undefined;
-    return found.map(({ pattern, handler, group }) => {
+    return found.map(({ pattern, handler, group, batch }): SubscribeOptions => {
       const topic = pattern as Topic;
-      return { group, topic, stage: group, handler: withDeliveryTelemetry(group, topic, (msg) => this.invoke(handler, msg), this.traceFrom) };
+      if (!batch) return { group, topic, stage: group, handler: withDeliveryTelemetry(group, topic, (msg) => this.invoke(handler, msg), this.traceFrom) };
+      const batchHandler = async (msgs: BusMessage[]): Promise<BatchOutcome[]> => {
+        const outcomes = await this.invokeBatch(handler, msgs);
+        for (const o of outcomes) metrics.messages.inc({ stage: group, topic, outcome: o === undefined ? 'ok' : 'error' });
+        return outcomes;
+      };
+      return {
+        group,
+        topic,
+        stage: group,
+        batchHandler,
+        handler: async (msg) => {
+          const [outcome] = await batchHandler([msg]);
+          if (outcome !== undefined) throw outcome;
+        },
+      };
     });
+  }
+
+  /** Runs a batch handler (Nest pipeline included) and checks it answered one outcome per message. */
+  private async invokeBatch(handler: MessageHandler, msgs: BusMessage[]): Promise<BatchOutcome[]> {
+    let result: unknown = await handler(msgs, new BusContext([msgs[0]!]));
+    if (isObservable(result)) result = await lastValueFrom(result, { defaultValue: undefined });
+    if (!Array.isArray(result) || result.length !== msgs.length || result.some((o) => o !== undefined && !(o instanceof Error))) {
+      throw new Error(`a batch bus handler must resolve to one Error-or-undefined per message (${msgs.length})`);
+    }
+    return result as BatchOutcome[];
   }
 
   /** Where a delivery's trace continues from: the message headers (the log bus propagates by hand). */

@@ -61,6 +61,7 @@ export async function createBus(config: AppConfig): Promise<Bus> {
         maxAttempts: config.RAG_BUS_MAX_ATTEMPTS,
         retryBaseMs: config.RAG_BUS_RETRY_BASE_MS,
         transientRetryMs: config.RAG_BUS_TRANSIENT_RETRY_S * 1000,
+        batchDocs: config.RAG_INGEST_BATCH_DOCS,
       });
     }
     default:

@@ -4,7 +4,7 @@ import type { KafkaAdminLike, KafkaConsumerLike, KafkaLike, KafkaProducerLike } 
 /**
  * Test-only: an in-memory stand-in for the few kafkajs calls KafkaBus makes — partitioned logs, committed offsets
  * per group, one member per group (it owns every partition), messages handed to `eachMessage` one at a time per
- * partition. It checks the adapter's own logic; the real broker is exercised by test/infra/kafka-bus.infra.spec.ts.
+ * partition, or to `eachBatch` up to `fetchBatch` at a time (resolved offsets move the position, as in kafkajs). It checks the adapter's own logic; the real broker is exercised by test/infra/kafka-bus.infra.spec.ts.
  */
 export interface StoredMessage {
   key: Buffer | null;
@@ -21,6 +21,8 @@ export class FakeKafka implements KafkaLike {
   sends = 0;
   /** Set to make the next sends fail. */
   failSends = 0;
+  /** Most messages one `eachBatch` call gets. */
+  fetchBatch = 50;
 
   partitionFor(topic: string, key: string): number {
     const parts = this.logs.get(topic)!.length;
@@ -73,7 +75,8 @@ export class FakeKafka implements KafkaLike {
       },
       run: async (run?: ConsumerRunConfig) => {
         running = true;
-        const each = run!.eachMessage!;
+        const each = run!.eachMessage;
+        const eachBatch = run!.eachBatch;
         for (const topic of topics) {
           const parts = this.logs.get(topic)?.length ?? 0;
           for (let partition = 0; partition < parts; partition++) {
@@ -86,9 +89,46 @@ export class FakeKafka implements KafkaLike {
                     await new Promise((r) => setTimeout(r, 2));
                     continue;
                   }
+                  if (eachBatch) {
+                    const from = position;
+                    const slice = log.slice(from, from + this.fetchBatch);
+                    const messages = slice.map((m, j) => ({ key: m.key, value: m.value, headers: m.headers, offset: String(from + j), timestamp: String(Date.now()), attributes: 0 }));
+                    let resolved = -1;
+                    try {
+                      await eachBatch({
+                        batch: {
+                          topic,
+                          partition,
+                          highWatermark: String(log.length),
+                          messages,
+                          isEmpty: () => messages.length === 0,
+                          firstOffset: () => messages[0]?.offset ?? null,
+                          lastOffset: () => messages[messages.length - 1]!.offset,
+                          offsetLag: () => String(log.length - 1 - (from + messages.length - 1)),
+                          offsetLagLow: () => String(log.length - 1 - from),
+                        },
+                        resolveOffset: (o: string) => {
+                          resolved = Math.max(resolved, Number(o));
+                        },
+                        heartbeat: async () => undefined,
+                        pause: () => () => undefined,
+                        commitOffsetsIfNecessary: async () => undefined,
+                        uncommittedOffsets: () => ({ topics: [] }),
+                        isRunning: () => running,
+                        isStale: () => false,
+                      });
+                      // The next fetch starts after the last resolved offset (nothing resolved: the same batch again).
+                      if (resolved >= from) position = resolved + 1;
+                      else await new Promise((r) => setTimeout(r, 2));
+                    } catch {
+                      position = this.committed.get(`${group}|${topic}|${partition}`) ?? 0;
+                      await new Promise((r) => setTimeout(r, 5));
+                    }
+                    continue;
+                  }
                   const m = log[position]!;
                   try {
-                    await each({
+                    await each!({
                       topic,
                       partition,
                       message: { key: m.key, value: m.value, headers: m.headers, offset: String(position), timestamp: String(Date.now()), attributes: 0 },

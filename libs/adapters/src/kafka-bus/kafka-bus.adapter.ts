@@ -46,6 +46,10 @@ export interface KafkaBusOptions {
   heartbeatIntervalMs?: number;
   /** Longest a fetch waits on the broker for new messages (latency of an idle consumer). */
   fetchMaxWaitMs?: number;
+  /** Most messages of a partition one batch handler call gets (bulk ingestion; default 64, 1 = one at a time). */
+  batchDocs?: number;
+  /** Most bytes a fetch returns per partition (default 8 MiB: embedded-chunk events carry their vectors as JSON). */
+  fetchMaxBytesPerPartition?: number;
   connectionTimeoutMs?: number;
   /** A publish that the (idempotent, infinitely retrying) producer has not acknowledged by then is rejected. */
   publishTimeoutMs?: number;
@@ -145,6 +149,8 @@ export class KafkaBus implements MessageBroker {
         sessionTimeoutMs: opts.sessionTimeoutMs ?? 30_000,
         heartbeatIntervalMs: opts.heartbeatIntervalMs ?? 3_000,
         fetchMaxWaitMs: opts.fetchMaxWaitMs ?? 250,
+        batchDocs: opts.batchDocs ?? 64,
+        fetchMaxBytesPerPartition: opts.fetchMaxBytesPerPartition ?? 8 * 1024 * 1024,
         ...(opts.retry ? { retry: opts.retry } : {}),
         logger: this.log,
       },

@@ -1,7 +1,7 @@
-import type { Consumer, ConsumerConfig, EachMessagePayload, RetryOptions } from 'kafkajs';
+import type { Consumer, ConsumerConfig, EachBatchPayload, KafkaMessage, RetryOptions } from 'kafkajs';
 import { DLQ_HEADERS, Topic } from '@rag/contracts';
 import { Logger, metrics } from '@rag/platform';
-import type { Bus, SubscribeOptions } from '@rag/ports';
+import type { Bus, BusMessage, SubscribeOptions } from '@rag/ports';
 import { BusServer } from '../bus-delivery/bus-server';
 import { deliverWithRetries, type BusRetryPolicy, type DeliveryOutcome } from '../bus-delivery/deliver-with-retries';
 import { decodeHeaders, decodeValue, nextOffset } from './delivery';
@@ -25,6 +25,13 @@ export interface KafkaTransportOptions {
   sessionTimeoutMs: number;
   heartbeatIntervalMs: number;
   fetchMaxWaitMs: number;
+  /**
+   * Most messages of one partition handed to a subscription's batch handler at once (RAG_INGEST_BATCH_DOCS; 1 turns
+   * the bulk path off). Subscriptions without a batch handler get one message at a time whatever this says.
+   */
+  batchDocs?: number;
+  /** Most bytes one fetch returns per partition (kafkajs `maxBytesPerPartition`): an upper bound on a batch's size. */
+  fetchMaxBytesPerPartition?: number;
   retry?: RetryOptions;
   logger: Logger;
 }
@@ -41,10 +48,17 @@ interface GroupState {
  * embedded log bus. It is the only place Kafka is consumed (KafkaBus.subscribe registers here too).
  *
  * - Kafka's default (murmur2) partitioner maps a key to one partition, and kafkajs hands a partition's messages to
- *   `eachMessage` one at a time: per-key order.
- * - One consumer group per stage, auto-commit off: the offset is committed only after the handler resolved (or the
- *   message reached the DLQ), so a crash redelivers — at-least-once.
- * - A failing handler is retried inside `eachMessage` (deliverWithRetries, the policy both buses share) with
+ *   `eachBatch` in offset order. The batch is cut into runs of consecutive messages with distinct keys (at most
+ *   `batchDocs`); a run goes to the subscription's batch handler in one call (bulk embedding and bulk writes across
+ *   documents), or message by message to a subscription without one. A run ends at the first repeated key, so two
+ *   messages of one key are never in flight together: per-key order.
+ * - One consumer group per stage, auto-commit off: a run's last offset is committed only after every message of the
+ *   run was handled (or reached the DLQ), so a crash mid-run redelivers the whole run — at-least-once, and the
+ *   stages' idempotent handling keeps a redelivery from duplicating anything.
+ * - A message that failed within a run is then delivered alone, under the full policy (the batch call is a fast path
+ *   and does not count as an attempt: a failure of the shared bulk write must not dead-letter its innocent
+ *   neighbours, and a message that fails validation fails again at once on its own).
+ * - A failing handler is retried inside `eachBatch` (deliverWithRetries, the policy both buses share) with
  *   exponential backoff, never by restarting the consumer; a store or service outage is held for `transientRetryMs`
  *   (the partition waits and loses nothing), other failures `maxAttempts` times; then the original bytes go to
  *   `rag.dlq.v1` with reason, stage, original topic and attempts in headers, and the partition moves on.
@@ -131,6 +145,7 @@ export class KafkaTransport extends BusServer {
       sessionTimeout: this.opts.sessionTimeoutMs,
       heartbeatInterval: this.opts.heartbeatIntervalMs,
       maxWaitTimeInMs: this.opts.fetchMaxWaitMs,
+      ...(this.opts.fetchMaxBytesPerPartition ? { maxBytesPerPartition: this.opts.fetchMaxBytesPerPartition } : {}),
       allowAutoTopicCreation: false,
       ...(this.opts.retry ? { retry: this.opts.retry } : {}),
     });
@@ -140,8 +155,10 @@ export class KafkaTransport extends BusServer {
     await consumer.subscribe({ topics: [...state.subs.keys()].map((t) => this.host.physical(t)), fromBeginning: true });
     await consumer.run({
       autoCommit: false,
+      // Offsets are resolved run by run below; an aborted run leaves its messages to be fetched again.
+      eachBatchAutoResolve: false,
       partitionsConsumedConcurrently: Math.max(1, this.opts.partitions),
-      eachMessage: (payload) => this.onMessage(state, consumer, payload),
+      eachBatch: (payload) => this.onBatch(state, consumer, payload),
     });
     this.log.debug('consumer started', { group: state.group, topics: [...state.subs.keys()] });
   }
@@ -159,58 +176,111 @@ export class KafkaTransport extends BusServer {
     });
   }
 
-  private async onMessage(state: GroupState, consumer: KafkaConsumerLike, p: EachMessagePayload): Promise<void> {
+  private async onBatch(state: GroupState, consumer: KafkaConsumerLike, p: EachBatchPayload): Promise<void> {
     // Once closing, nothing more is handled or committed: what was not committed is delivered again later.
     if (this.closing || state.consumer !== consumer) return;
-    const topic = this.host.logicalTopic(p.topic);
+    const { batch } = p;
+    const topic = this.host.logicalTopic(batch.topic);
     const sub = topic ? state.subs.get(topic) : undefined;
     if (!topic || !sub) {
-      this.log.warn('message of an unsubscribed topic skipped', { group: state.group, topic: p.topic, partition: p.partition });
+      this.log.warn('messages of an unsubscribed topic skipped', { group: state.group, topic: batch.topic, partition: batch.partition, messages: batch.messages.length });
+      if (batch.messages.length) p.resolveOffset(batch.lastOffset());
       return;
     }
-    const slot = `${state.group}/${p.topic}/${p.partition}`;
+    const slot = `${state.group}/${batch.topic}/${batch.partition}`;
     this.inflight.add(slot);
-    // kafkajs heartbeats only between messages; keep the member alive through a slow handler or a backoff.
+    // kafkajs heartbeats only between batches; keep the member alive through a slow handler or a backoff.
     const keepAlive = setInterval(() => void p.heartbeat().catch(() => undefined), this.opts.heartbeatIntervalMs);
     keepAlive.unref();
-    const key = p.message.key?.toString('utf8') ?? '';
+    const max = sub.batchHandler ? Math.max(1, this.opts.batchDocs ?? 1) : 1;
     try {
-      const outcome = await deliverWithRetries(
-        sub.handler,
-        { topic, partition: p.partition, offset: Number(p.message.offset), key, value: decodeValue(p.message.value), headers: decodeHeaders(p.message.headers) },
-        this.opts.policy,
-        {
-          sleep: (ms) => this.sleep(ms),
-          isClosing: () => this.closing,
-          onRetry: (attempt, delay, reason) =>
-            this.log.warn('handler failed, retrying', { stage: sub.stage, topic, key, attempt, delay_ms: delay, error: reason }),
-        },
-      );
-      if (outcome.kind === 'aborted') return;
-      if (outcome.kind === 'dead') await this.deadLetter(sub, p, key, outcome);
-      await consumer.commitOffsets([{ topic: p.topic, partition: p.partition, offset: nextOffset(p.message.offset) }]);
+      const messages = batch.messages;
+      for (let i = 0; i < messages.length; ) {
+        // A rebalance took the partition (stale) or the consumer stops: leave the rest to whoever fetches it next.
+        if (this.closing || state.consumer !== consumer || !p.isRunning() || p.isStale()) return;
+        const run: KafkaMessage[] = [];
+        const keys = new Set<string>();
+        while (i < messages.length && run.length < max) {
+          const key = messages[i]!.key?.toString('utf8') ?? '';
+          if (keys.has(key)) break;
+          keys.add(key);
+          run.push(messages[i]!);
+          i++;
+        }
+        if (!(await this.deliverRun(sub, topic, batch.partition, run))) return;
+        const last = run[run.length - 1]!.offset;
+        await consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: nextOffset(last) }]);
+        p.resolveOffset(last);
+      }
     } finally {
       clearInterval(keepAlive);
       this.inflight.delete(slot);
     }
   }
 
-  private async deadLetter(sub: SubscribeOptions, p: EachMessagePayload, key: string, outcome: Extract<DeliveryOutcome, { kind: 'dead' }>): Promise<void> {
+  /** Handles a run of distinct-key messages; false when the transport closed before every one was handled. */
+  private async deliverRun(sub: SubscribeOptions, topic: Topic, partition: number, run: KafkaMessage[]): Promise<boolean> {
+    let alone = run;
+    if (sub.batchHandler && run.length > 1) {
+      let outcomes: (Error | undefined)[];
+      try {
+        outcomes = await sub.batchHandler(run.map((m) => ({ ...this.toBusMessage(topic, partition, m), attempt: 1 })));
+        if (outcomes.length !== run.length) throw new Error(`batch handler returned ${outcomes.length} outcomes for ${run.length} messages`);
+      } catch (e) {
+        outcomes = run.map(() => (e instanceof Error ? e : new Error(String(e))));
+      }
+      if (this.closing) return false;
+      alone = run.filter((_, j) => outcomes[j] !== undefined);
+      if (alone.length) {
+        this.log.warn('messages failed in a batch, delivering them alone', {
+          stage: sub.stage,
+          topic,
+          partition,
+          failed: alone.length,
+          batch: run.length,
+          error: outcomes.find((o) => o !== undefined)?.message,
+        });
+      }
+    }
+    // Distinct keys: the messages delivered alone may run at once (each retries and backs off on its own).
+    const done = await Promise.all(alone.map((m) => this.deliverOne(sub, topic, partition, m)));
+    return done.every(Boolean);
+  }
+
+  private toBusMessage(topic: Topic, partition: number, m: KafkaMessage): Omit<BusMessage, 'attempt'> {
+    return { topic, partition, offset: Number(m.offset), key: m.key?.toString('utf8') ?? '', value: decodeValue(m.value), headers: decodeHeaders(m.headers) };
+  }
+
+  /** One message under the full retry policy; false when aborted by closing (neither handled nor dead-lettered). */
+  private async deliverOne(sub: SubscribeOptions, topic: Topic, partition: number, m: KafkaMessage): Promise<boolean> {
+    const msg = this.toBusMessage(topic, partition, m);
+    const outcome = await deliverWithRetries(sub.handler, msg, this.opts.policy, {
+      sleep: (ms) => this.sleep(ms),
+      isClosing: () => this.closing,
+      onRetry: (attempt, delay, reason) =>
+        this.log.warn('handler failed, retrying', { stage: sub.stage, topic, key: msg.key, attempt, delay_ms: delay, error: reason }),
+    });
+    if (outcome.kind === 'aborted') return false;
+    if (outcome.kind === 'dead') await this.deadLetter(sub, partition, m, msg.key, outcome);
+    return true;
+  }
+
+  private async deadLetter(sub: SubscribeOptions, partition: number, m: KafkaMessage, key: string, outcome: Extract<DeliveryOutcome, { kind: 'dead' }>): Promise<void> {
     this.log.error('message sent to the dead-letter topic', {
       stage: sub.stage,
       topic: sub.topic,
       key,
-      partition: p.partition,
-      offset: p.message.offset,
+      partition,
+      offset: m.offset,
       attempts: outcome.attempts,
       error: outcome.reason,
     });
     await this.host.sendDeadLetter({
-      key: p.message.key,
+      key: m.key,
       // The original bytes, untouched: an operator can replay them as they were.
-      value: p.message.value,
+      value: m.value,
       headers: {
-        ...(p.message.headers ?? {}),
+        ...(m.headers ?? {}),
         [DLQ_HEADERS.reason]: outcome.reason.slice(0, 2000),
         [DLQ_HEADERS.stage]: sub.stage,
         [DLQ_HEADERS.originalTopic]: sub.topic,
@@ -226,7 +296,7 @@ export class KafkaTransport extends BusServer {
 
   /**
    * Stops consuming: wakes every backoff, then disconnects the consumers (which waits for their in-flight
-   * eachMessage); nothing after it is handled or committed. Nest calls it when the application closes, before the
+   * eachBatch); nothing after it is handled or committed. Nest calls it when the application closes, before the
    * stores; KafkaBus.close calls it too (idempotent).
    */
   override close(): Promise<void> {

@@ -1,11 +1,17 @@
 import { randomUUID } from 'node:crypto';
-import { ChunksEventSchema, Topic, type EmbeddedChunksEvent } from '@rag/contracts';
+import { ChunksEventSchema, Topic, type Chunk, type ChunksEvent, type EmbeddedChunksEvent } from '@rag/contracts';
 import { embeddingText } from '@rag/domain';
-import { setSpanAttributes } from '@rag/platform';
-import type { Bus, BusMessage, Embedder } from '@rag/ports';
+import type { BatchOutcome, Bus, BusMessage, Embedder, OutgoingMessage } from '@rag/ports';
+import { asError, distinctParts, publishEach, runBatch, type BatchItem } from './batch';
 import { parseMessage } from './validate';
 
-/** Embeds the child chunks of a document in batches. */
+type Upsert = Extract<ChunksEvent, { op: 'upsert' }>;
+
+/**
+ * Embeds the child chunks of documents. A batch of messages (bulk ingestion) is embedded together: the children of
+ * every document of the batch go to the embedder in slices of `batchSize` texts (RAG_EMBEDDING_BATCH), so many
+ * short documents make full embedder calls instead of one small call each.
+ */
 export class EmbedderStage {
   constructor(
     private readonly bus: Bus,
@@ -13,35 +19,73 @@ export class EmbedderStage {
     private readonly batchSize: number,
   ) {}
 
+  /** One message (the embedded log bus, tests): the batch path with a batch of one. */
   async handle(msg: BusMessage): Promise<void> {
-    const event = parseMessage(ChunksEventSchema, msg.value, 'chunks event');
-    setSpanAttributes(
-      event.op === 'delete'
-        ? { 'rag.tenant': event.tenant, 'rag.document_id': event.document_id, 'rag.version': event.version, 'rag.op': 'delete' }
-        : { 'rag.tenant': event.document.tenant, 'rag.document_id': event.document.document_id, 'rag.version': event.document.version, 'rag.op': 'upsert' },
-    );
-    if (event.op === 'delete') {
-      await this.bus.publish(Topic.ChunksEmbedded, [{ key: event.document_id, value: { ...event, event_id: randomUUID() } }]);
-      return;
-    }
-    const children = event.document.chunks.filter((c) => c.kind === 'child');
-    setSpanAttributes({
-      'rag.chunks': children.length,
-      'rag.embedding.model': this.embedder.modelId,
-      'rag.embedding.dim': this.embedder.dim,
-      'rag.embedding.batches': Math.ceil(children.length / this.batchSize),
+    const [outcome] = await this.handleBatch([msg]);
+    if (outcome) throw outcome;
+  }
+
+  /** Outcomes in message order; an invalid message fails alone (NonRetryableError: dead-lettered with its reason). */
+  handleBatch(msgs: BusMessage[]): Promise<BatchOutcome[]> {
+    return runBatch('embed', 'embedder', msgs, async (items) => {
+      const parsed: { item: BatchItem; event: ChunksEvent }[] = [];
+      for (const item of items) {
+        try {
+          parsed.push({ item, event: parseMessage(ChunksEventSchema, item.msg.value, 'chunks event') });
+        } catch (e) {
+          item.failed = asError(e);
+        }
+      }
+      for (const part of distinctParts(parsed, (p) => (p.event.op === 'delete' ? p.event.document_id : p.event.document.document_id))) await this.embedPart(part);
     });
-    const vectors: { chunk_id: string; vector: number[] }[] = [];
-    for (let i = 0; i < children.length; i += this.batchSize) {
-      const batch = children.slice(i, i + this.batchSize);
-      const out = await this.embedder.embed(batch.map(embeddingText), 'passage');
-      batch.forEach((c, j) => vectors.push({ chunk_id: c.chunk_id, vector: Array.from(out[j]!) }));
+  }
+
+  private async embedPart(part: { item: BatchItem; event: ChunksEvent }[]): Promise<void> {
+    const out: { item: BatchItem; message: OutgoingMessage<EmbeddedChunksEvent> }[] = [];
+    const upserts: { item: BatchItem; event: Upsert; children: Chunk[] }[] = [];
+    for (const { item, event } of part) {
+      if (event.op === 'delete') {
+        item.span.setAttributes({ 'rag.tenant': event.tenant, 'rag.document_id': event.document_id, 'rag.version': event.version, 'rag.op': 'delete' });
+        out.push({ item, message: { key: event.document_id, value: { ...event, event_id: randomUUID() } } });
+        continue;
+      }
+      const children = event.document.chunks.filter((c) => c.kind === 'child');
+      item.span.setAttributes({
+        'rag.tenant': event.document.tenant,
+        'rag.document_id': event.document.document_id,
+        'rag.version': event.document.version,
+        'rag.op': 'upsert',
+        'rag.chunks': children.length,
+        'rag.embedding.model': this.embedder.modelId,
+        'rag.embedding.dim': this.embedder.dim,
+      });
+      upserts.push({ item, event, children });
     }
-    const embedded: EmbeddedChunksEvent = {
-      event_id: randomUUID(),
-      op: 'upsert',
-      document: { ...event.document, model: this.embedder.modelId, dim: this.embedder.dim, vectors },
-    };
-    await this.bus.publish(Topic.ChunksEmbedded, [{ key: event.document.document_id, value: embedded }]);
+    const texts = upserts.flatMap((u) => u.children.map(embeddingText));
+    const batches = Math.ceil(texts.length / this.batchSize);
+    for (const u of upserts) u.item.span.setAttributes({ 'rag.embedding.batches': batches, 'rag.embedding.texts': texts.length });
+    try {
+      const vectors: Float32Array[] = [];
+      for (let i = 0; i < texts.length; i += this.batchSize) vectors.push(...(await this.embedder.embed(texts.slice(i, i + this.batchSize), 'passage')));
+      if (vectors.length !== texts.length) throw new Error(`the embedder returned ${vectors.length} vectors for ${texts.length} texts`);
+      let next = 0;
+      for (const { item, event, children } of upserts) {
+        const embedded: EmbeddedChunksEvent = {
+          event_id: randomUUID(),
+          op: 'upsert',
+          document: {
+            ...event.document,
+            model: this.embedder.modelId,
+            dim: this.embedder.dim,
+            vectors: children.map((c) => ({ chunk_id: c.chunk_id, vector: Array.from(vectors[next++]!) })),
+          },
+        };
+        out.push({ item, message: { key: event.document.document_id, value: embedded } });
+      }
+    } catch (e) {
+      // The whole call failed: every document in it fails here and is delivered again alone (the bus's policy).
+      for (const u of upserts) u.item.failed = asError(e);
+    }
+    await publishEach(this.bus, Topic.ChunksEmbedded, out.filter((o) => !o.item.failed));
   }
 }

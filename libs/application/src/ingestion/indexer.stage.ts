@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
-import { chunkId, EmbeddedChunksEventSchema, parseChunkId, type Chunk, type EmbeddedDocument } from '@rag/contracts';
-import { inStage, Logger, setSpanAttributes } from '@rag/platform';
+import { chunkId, EmbeddedChunksEventSchema, parseChunkId, Topic, type Chunk, type EmbeddedChunksEvent, type EmbeddedDocument } from '@rag/contracts';
+import { inStage, Logger, withTraceContext } from '@rag/platform';
 import { NonRetryableError } from '@rag/ports';
-import type { Bus, BusMessage, KeywordIndex, Registry, VectorRecord, VectorStore } from '@rag/ports';
-import { publishStatus } from './stage-publisher';
+import type { BatchOutcome, Bus, BusMessage, DocumentRecord, KeywordIndex, Registry, VectorRecord, VectorStore } from '@rag/ports';
+import { asError, distinctParts, inSpans, publishEach, runBatch, type BatchItem } from './batch';
+import { publishStatus, statusMessage } from './stage-publisher';
 import { parseMessage } from './validate';
 
 /**
@@ -28,19 +29,117 @@ export class IndexerStage {
     private readonly modelId: string,
   ) {}
 
+  /** One message (the embedded log bus, tests): the batch path with a batch of one. */
   async handle(msg: BusMessage): Promise<void> {
-    const event = parseMessage(EmbeddedChunksEventSchema, msg.value, 'embedded chunks event');
+    const [outcome] = await this.handleBatch([msg]);
+    if (outcome) throw outcome;
+  }
+
+  /**
+   * Several messages at once (bulk ingestion), outcomes in message order. The documents to write are written together:
+   * one vector upsert, one keyword-index upsert (one `_bulk` on OpenSearch/Elasticsearch), one registry transaction
+   * that switches their active versions, then their status events; each keeps its order (stores before the registry
+   * switch, the switch before the old versions are deleted). Deletes, stale and unchanged versions are handled one by
+   * one (they write little). A message that fails alone (invalid, wrong model) does not hold the others back; a
+   * failed bulk write fails the documents it carried, which the bus then delivers again one at a time.
+   */
+  handleBatch(msgs: BusMessage[]): Promise<BatchOutcome[]> {
+    return runBatch('index', 'indexer', msgs, async (items) => {
+      const parsed: { item: BatchItem; event: EmbeddedChunksEvent }[] = [];
+      for (const item of items) {
+        try {
+          parsed.push({ item, event: parseMessage(EmbeddedChunksEventSchema, item.msg.value, 'embedded chunks event') });
+        } catch (e) {
+          item.failed = asError(e);
+        }
+      }
+      for (const part of distinctParts(parsed, (p) => (p.event.op === 'delete' ? p.event.document_id : p.event.document.document_id))) await this.indexPart(part);
+    });
+  }
+
+  private async records(ids: string[]): Promise<Map<string, DocumentRecord>> {
+    if (this.registry.getMany) return this.registry.getMany(ids);
+    const out = new Map<string, DocumentRecord>();
+    for (const id of ids) {
+      const r = await this.registry.get(id);
+      if (r) out.set(id, r);
+    }
+    return out;
+  }
+
+  private async indexPart(part: { item: BatchItem; event: EmbeddedChunksEvent }[]): Promise<void> {
+    if (part.length === 0) return;
+    const ids = part.map((p) => (p.event.op === 'delete' ? p.event.document_id : p.event.document.document_id));
+    const registered = await this.records(ids);
+    const writes: { item: BatchItem; doc: EmbeddedDocument; records: VectorRecord[]; children: number }[] = [];
+    for (const { item, event } of part) {
+      try {
+        const write = await withTraceContext(item.context, () => this.prepare(item, event, registered.get(event.op === 'delete' ? event.document_id : event.document.document_id) ?? null));
+        if (write) writes.push({ item, ...write });
+      } catch (e) {
+        item.failed = asError(e);
+      }
+    }
+    if (writes.length === 0) return;
+    const dense = (w: (typeof writes)[number]) => ({
+      item: w.item,
+      attributes: { 'rag.tenant': w.doc.tenant, 'rag.document_id': w.doc.document_id, 'rag.index.type': this.vectors.constructor.name, 'rag.vectors': w.records.length },
+    });
+    const keyword = (w: (typeof writes)[number]) => ({
+      item: w.item,
+      attributes: { 'rag.tenant': w.doc.tenant, 'rag.document_id': w.doc.document_id, 'rag.index.type': this.keywords.constructor.name, 'rag.chunks': w.doc.chunks.length },
+    });
+    try {
+      // Both writes are durable before the registry switches the active versions below.
+      await inSpans('index-dense', writes.map(dense), async () => {
+        await this.vectors.upsert(writes.flatMap((w) => w.records));
+        await this.vectors.flush();
+      });
+      await inSpans('index-keyword', writes.map(keyword), () => this.keywords.upsert(writes.flatMap((w) => w.doc.chunks)));
+      const marks = writes.map((w) => ({ documentId: w.doc.document_id, version: w.doc.version, contentHash: w.doc.content_hash, chunks: w.children }));
+      if (this.registry.markIndexedMany) await this.registry.markIndexedMany(marks);
+      else for (const m of marks) await this.registry.markIndexed(m.documentId, m.version, m.contentHash, m.chunks);
+    } catch (e) {
+      for (const w of writes) w.item.failed = asError(e);
+      return;
+    }
+    // Version 1 is the first version ever reserved for this id (a re-created document gets a higher one), so there
+    // is nothing older to delete; skipping the two deletes halves the store round trips of a bulk ingestion.
+    await Promise.all(
+      writes
+        .filter((w) => w.doc.version > 1)
+        .map(async (w) => {
+          try {
+            await withTraceContext(w.item.context, async () => {
+              await this.vectors.deleteDocument(w.doc.document_id, w.doc.version);
+              await this.keywords.deleteDocument(w.doc.document_id, w.doc.version);
+            });
+          } catch (e) {
+            w.item.failed = asError(e);
+          }
+        }),
+    );
+    const statuses = writes
+      .filter((w) => !w.item.failed)
+      .map((w) => ({ item: w.item, message: statusMessage({ document_id: w.doc.document_id, tenant: w.doc.tenant, version: w.doc.version, status: 'indexed', stage: 'indexer', content_hash: w.doc.content_hash, chunks: w.children }) }));
+    await publishEach(this.bus, Topic.IndexEvents, statuses);
+  }
+
+  /**
+   * Everything of one event but the bulk write: stale versions are skipped, deletes and unchanged versions handled
+   * here; a version to write comes back with its vector records.
+   */
+  private async prepare(item: BatchItem, event: EmbeddedChunksEvent, record: DocumentRecord | null): Promise<{ doc: EmbeddedDocument; records: VectorRecord[]; children: number } | null> {
     const documentId = event.op === 'delete' ? event.document_id : event.document.document_id;
-    const record = await this.registry.get(documentId);
     const latest = record?.version ?? 0;
     const version = event.op === 'delete' ? event.version : event.document.version;
     const tenant = event.op === 'delete' ? event.tenant : event.document.tenant;
-    setSpanAttributes({ 'rag.tenant': tenant, 'rag.document_id': documentId, 'rag.version': version, 'rag.op': event.op });
+    item.span.setAttributes({ 'rag.tenant': tenant, 'rag.document_id': documentId, 'rag.version': version, 'rag.op': event.op });
     const dense = { 'rag.tenant': tenant, 'rag.document_id': documentId, 'rag.index.type': this.vectors.constructor.name };
     const keyword = { 'rag.tenant': tenant, 'rag.document_id': documentId, 'rag.index.type': this.keywords.constructor.name };
     if (version < latest) {
       this.log.info('skipping a stale version', { document_id: documentId, version, latest });
-      return;
+      return null;
     }
     if (event.op === 'delete') {
       await inStage('index-dense', dense, async () => {
@@ -50,7 +149,7 @@ export class IndexerStage {
       await inStage('index-keyword', keyword, () => this.keywords.deleteDocument(event.document_id));
       await this.registry.markDeleted(event.document_id, event.version);
       await publishStatus(this.bus, { document_id: event.document_id, tenant: event.tenant, version, status: 'deleted', stage: 'indexer' });
-      return;
+      return null;
     }
     const doc = event.document;
     if (doc.model !== this.modelId) {
@@ -69,7 +168,7 @@ export class IndexerStage {
         content_hash: doc.content_hash,
         chunks: sameBody.chunks,
       });
-      return;
+      return null;
     }
     if (sameBody) {
       this.log.info('same content with changed attributes: indexing the new version', { document_id: documentId, version, active: sameBody.active_version });
@@ -89,30 +188,8 @@ export class IndexerStage {
         chunk: c,
       };
     });
-    setSpanAttributes({ 'rag.chunks': doc.chunks.length, 'rag.vectors': records.length, 'rag.embedding.model': doc.model });
-    // Both writes are durable before the registry switches the active version below.
-    await inStage('index-dense', { ...dense, 'rag.vectors': records.length }, async () => {
-      await this.vectors.upsert(records);
-      await this.vectors.flush();
-    });
-    await inStage('index-keyword', { ...keyword, 'rag.chunks': doc.chunks.length }, () => this.keywords.upsert(doc.chunks));
-    const children = doc.chunks.filter((c) => c.kind === 'child').length;
-    await this.registry.markIndexed(doc.document_id, version, doc.content_hash, children);
-    // Version 1 is the first version ever reserved for this id (a re-created document gets a higher one), so there
-    // is nothing older to delete; skipping the two deletes halves the store round trips of a bulk ingestion.
-    if (version > 1) {
-      await this.vectors.deleteDocument(doc.document_id, version);
-      await this.keywords.deleteDocument(doc.document_id, version);
-    }
-    await publishStatus(this.bus, {
-      document_id: doc.document_id,
-      tenant: doc.tenant,
-      version,
-      status: 'indexed',
-      stage: 'indexer',
-      content_hash: doc.content_hash,
-      chunks: children,
-    });
+    item.span.setAttributes({ 'rag.chunks': doc.chunks.length, 'rag.vectors': records.length, 'rag.embedding.model': doc.model });
+    return { doc, records, children: doc.chunks.filter((c) => c.kind === 'child').length };
   }
 
   /**

@@ -6,8 +6,12 @@ import { nowIso } from './validate';
 type StatusFields = Pick<IndexEvent, 'document_id' | 'tenant' | 'version' | 'status' | 'stage'> &
   Partial<Pick<IndexEvent, 'content_hash' | 'chunks' | 'error'>>;
 
+/** A status change of a document as its `rag.index.events.v1` message. */
+export function statusMessage(fields: StatusFields): { key: string; value: IndexEvent } {
+  return { key: fields.document_id, value: { event_id: randomUUID(), at: nowIso(), ...fields } };
+}
+
 /** Publishes a status change of a document on `rag.index.events.v1`. */
 export async function publishStatus(bus: Bus, fields: StatusFields): Promise<void> {
-  const event: IndexEvent = { event_id: randomUUID(), at: nowIso(), ...fields };
-  await bus.publish(Topic.IndexEvents, [{ key: fields.document_id, value: event }]);
+  await bus.publish(Topic.IndexEvents, [statusMessage(fields)]);
 }

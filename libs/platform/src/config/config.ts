@@ -222,6 +222,8 @@ export const ConfigSchema = z.object({
   RAG_BUS: z.enum(['embedded', 'kafka']).default('embedded'),
   RAG_KAFKA_BROKERS: z.string().default('127.0.0.1:9092'),
   RAG_KAFKA_CLIENT_ID: z.string().default('rag'),
+  /** Bulk ingestion: most messages (documents) of a partition the embedder and indexer handle in one call (Kafka; 1 = one at a time). */
+  RAG_INGEST_BATCH_DOCS: int(64, 1, 1000),
   /** Prefix for topic names (several deployments or test runs on one cluster). */
   RAG_KAFKA_TOPIC_PREFIX: z.string().regex(/^[A-Za-z0-9._-]*$/).default(''),
   RAG_VECTOR_STORE: z.enum(['embedded', 'milvus']).default('embedded'),

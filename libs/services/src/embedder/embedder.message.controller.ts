@@ -4,10 +4,10 @@ import { BUS_TRANSPORT } from '@rag/adapters';
 import { EmbedderStage } from '@rag/application';
 import { Topic } from '@rag/contracts';
 import type { AppConfig } from '@rag/platform';
-import { BUS, EMBEDDER, type Bus, type BusMessage, type Embedder } from '@rag/ports';
+import { BUS, EMBEDDER, type Bus, type BatchOutcome, type BusMessage, type Embedder } from '@rag/ports';
 import { CONFIG } from '../core/tokens';
 
-/** embedder's bus handler: rag.chunks.v1 (consumer group `embedder`) → EmbedderStage. */
+/** embedder's bus handler: rag.chunks.v1 (consumer group `embedder`) → EmbedderStage, a batch of messages per call (bulk ingestion). */
 @Controller()
 export class EmbedderMessageController {
   private readonly stage: EmbedderStage;
@@ -15,8 +15,8 @@ export class EmbedderMessageController {
     this.stage = new EmbedderStage(bus, embedder, config.RAG_EMBEDDING_BATCH);
   }
 
-  @EventPattern(Topic.Chunks, BUS_TRANSPORT, { group: 'embedder' })
-  handle(@Payload() msg: BusMessage): Promise<void> {
-    return this.stage.handle(msg);
+  @EventPattern(Topic.Chunks, BUS_TRANSPORT, { group: 'embedder', batch: true })
+  handle(@Payload() msgs: BusMessage[]): Promise<BatchOutcome[]> {
+    return this.stage.handleBatch(msgs);
   }
 }

@@ -3,9 +3,9 @@ import { EventPattern, Payload } from '@nestjs/microservices';
 import { BUS_TRANSPORT } from '@rag/adapters';
 import { IndexerStage } from '@rag/application';
 import { Topic } from '@rag/contracts';
-import { BUS, EMBEDDING_SPACE, KEYWORD_INDEX, REGISTRY, VECTOR_STORE, type Bus, type BusMessage, type EmbeddingSpace, type KeywordIndex, type Registry, type VectorStore } from '@rag/ports';
+import { BUS, EMBEDDING_SPACE, KEYWORD_INDEX, REGISTRY, VECTOR_STORE, type Bus, type BatchOutcome, type BusMessage, type EmbeddingSpace, type KeywordIndex, type Registry, type VectorStore } from '@rag/ports';
 
-/** indexer's bus handler: rag.chunks.embedded.v1 (consumer group `indexer`) → IndexerStage. */
+/** indexer's bus handler: rag.chunks.embedded.v1 (consumer group `indexer`) → IndexerStage, a batch of messages per call (bulk ingestion). */
 @Controller()
 export class IndexerMessageController {
   private readonly stage: IndexerStage;
@@ -19,8 +19,8 @@ export class IndexerMessageController {
     this.stage = new IndexerStage(bus, registry, vectors, keywords, space.modelId);
   }
 
-  @EventPattern(Topic.ChunksEmbedded, BUS_TRANSPORT, { group: 'indexer' })
-  handle(@Payload() msg: BusMessage): Promise<void> {
-    return this.stage.handle(msg);
+  @EventPattern(Topic.ChunksEmbedded, BUS_TRANSPORT, { group: 'indexer', batch: true })
+  handle(@Payload() msgs: BusMessage[]): Promise<BatchOutcome[]> {
+    return this.stage.handleBatch(msgs);
   }
 }

@@ -1,0 +1,132 @@
+import type { Topic, TopicValue } from '@rag/contracts';
+import { failSpan, metrics, SpanKind, startSpan, extractTraceContext, tracingHandle, withTraceContext, type Attributes, type Context, type Span, type StageName } from '@rag/platform';
+import type { BatchOutcome, Bus, BusMessage, OutgoingMessage } from '@rag/ports';
+
+/*
+ * Bulk ingestion (issue 13 item 6): a stage's batch handler gets several messages with distinct keys at once (Kafka
+ * eachBatch; one at a time on the embedded log bus and for every retry), does the shared work once (one embedder
+ * call over all the chunks, one vector upsert, one keyword bulk, one registry transaction) and reports one outcome
+ * per message. Tracing stays per document: each message gets its own stage span, parented on the trace context its
+ * headers carry (a document's ingestion is still one trace), and a shared bulk write gets one child span per
+ * document that it served.
+ */
+
+/** One message of a batch with its stage span; `failed` is set when the message's own work failed. */
+export interface BatchItem {
+  index: number;
+  msg: BusMessage;
+  span: Span;
+  /** The message's trace context with its stage span: child spans and published messages continue from it. */
+  context: Context;
+  failed?: Error;
+}
+
+export const asError = (e: unknown): Error => (e instanceof Error ? e : new Error(String(e)));
+
+/**
+ * Runs a batch handler body with one `stage` span per message (kind CONSUMER, as the bus's delivery span is for a
+ * single-message handler) and one `rag_stage_duration_seconds{stage}` observation per call. The body marks the
+ * messages whose work failed (`item.failed`); a throw fails all of them. Resolves to the outcomes in message order.
+ */
+export async function runBatch(stage: StageName, group: string, msgs: BusMessage[], body: (items: BatchItem[]) => Promise<void>): Promise<BatchOutcome[]> {
+  const end = metrics.stageLatency.startTimer({ stage });
+  const items: BatchItem[] = msgs.map((msg, index) => {
+    const attributes: Attributes = {
+      'messaging.operation.type': 'process',
+      'messaging.destination.name': msg.topic,
+      'messaging.consumer.group.name': group,
+      'messaging.destination.partition.id': String(msg.partition),
+      'messaging.kafka.offset': msg.offset,
+      'rag.document_id': msg.key,
+      'rag.attempt': msg.attempt,
+      'rag.batch.messages': msgs.length,
+    };
+    const { span, context } = startSpan(stage, attributes, { kind: SpanKind.CONSUMER, parent: extractTraceContext(msg.headers) });
+    return { index, msg, span, context };
+  });
+  try {
+    await body(items);
+  } catch (e) {
+    for (const item of items) item.failed ??= asError(e);
+  } finally {
+    end();
+  }
+  for (const item of items) {
+    if (item.failed) failSpan(item.span, item.failed);
+    item.span.end();
+  }
+  return items.map((i) => i.failed);
+}
+
+/**
+ * Runs one shared operation (a bulk write) with a span named `name` under each item it serves, timed once into the
+ * stage histogram. A failure fails every span and is rethrown (the caller marks the items).
+ */
+export async function inSpans<T>(name: StageName, served: { item: BatchItem; attributes: Attributes }[], fn: () => Promise<T>): Promise<T> {
+  const spans = served.map((s) => startSpan(name, { ...s.attributes, 'rag.batch.documents': served.length }, { parent: s.item.context }).span);
+  const end = metrics.stageLatency.startTimer({ stage: name });
+  try {
+    return await fn();
+  } catch (e) {
+    for (const span of spans) failSpan(span, e);
+    throw e;
+  } finally {
+    end();
+    for (const span of spans) span.end();
+  }
+}
+
+/**
+ * Publishes one outgoing message per item. With tracing on, each goes in its own send under its item's context
+ * (the Kafka instrumentation parents every message of a send on the context active at the send, so one send would
+ * put every document's next stage under one document's trace); with tracing off, all go in one send. A failed send
+ * marks the items it carried.
+ */
+export async function publishEach<T extends Topic>(bus: Bus, topic: T, out: { item: BatchItem; message: OutgoingMessage<TopicValue<T>> }[]): Promise<void> {
+  if (out.length === 0) return;
+  if (tracingHandle() === undefined) {
+    try {
+      await bus.publish(topic, out.map((o) => o.message));
+    } catch (e) {
+      for (const o of out) o.item.failed ??= asError(e);
+    }
+    return;
+  }
+  await Promise.all(
+    out.map(async (o) => {
+      try {
+        await withTraceContext(o.item.context, () => bus.publish(topic, [o.message]));
+      } catch (e) {
+        o.item.failed ??= asError(e);
+      }
+    }),
+  );
+}
+
+/**
+ * Splits items so that no document id repeats within a part (the Kafka transport never mixes two messages of one key
+ * in a call, and every producer keys by document id; this guards a foreign producer that does not): parts run in
+ * order, so two events of one document are still handled one after the other.
+ */
+export function distinctParts<T>(items: T[], idOf: (item: T) => string): T[][] {
+  const parts: T[][] = [];
+  const seen: Set<string>[] = [];
+  for (const item of items) {
+    const id = idOf(item);
+    let p = 0;
+    // After the last part that already holds this id, so the document's events keep their order.
+    for (let k = parts.length - 1; k >= 0; k--) {
+      if (seen[k]!.has(id)) {
+        p = k + 1;
+        break;
+      }
+    }
+    if (p === parts.length) {
+      parts.push([]);
+      seen.push(new Set());
+    }
+    parts[p]!.push(item);
+    seen[p]!.add(id);
+  }
+  return parts;
+}
