@@ -17,6 +17,7 @@ import { GrpcInstrumentation } from '@opentelemetry/instrumentation-grpc';
 import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
 import { KafkaJsInstrumentation } from '@opentelemetry/instrumentation-kafkajs';
 import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
+import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
 import { NodeSDK } from '@opentelemetry/sdk-node';
 import {
   AlwaysOffSampler,
@@ -207,6 +208,8 @@ export function adoptServerSpan(req: object, onEnd: (span: Span) => void): Span 
  *   (readiness probes every few seconds, the gRPC twin of the untraced HTTP probe paths).
  * - kafkajs: defaults (`send <topic>` / `process <topic>` spans, context in the message headers).
  * - pg: statements only inside a trace (no root span per pool or leader-lock query); parameters are never recorded.
+ * - undici: Node's global `fetch` (the OpenAI-compatible LLM, HTTP embedder/reranker, Confluence/Notion connectors,
+ *   webhooks) gets CLIENT spans and `traceparent` on the wire, only inside a trace (like outgoing http above).
  */
 function instrumentations(): Instrumentation[] {
   return [
@@ -228,6 +231,7 @@ function instrumentations(): Instrumentation[] {
     new GrpcInstrumentation({ ignoreGrpcMethods: ['Check', 'Watch'] }),
     new KafkaJsInstrumentation(),
     new PgInstrumentation({ requireParentSpan: true, enhancedDatabaseReporting: false }),
+    new UndiciInstrumentation({ requireParentforSpans: true }),
   ];
 }
 
