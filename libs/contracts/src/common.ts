@@ -57,6 +57,13 @@ export const SearchModeSchema = z.enum(['hybrid', 'dense', 'keyword']);
 export type SearchMode = z.infer<typeof SearchModeSchema>;
 
 /**
+ * `/v1/query`'s mode: a search mode (single-shot), `agent` (multi-hop: the LLM picks retrieval tools for up to
+ * RAG_AGENT_MAX_STEPS hops) or `auto` (a router sends multi-hop-looking questions to the agent, the rest single-shot).
+ */
+export const QueryModeSchema = z.enum(['hybrid', 'dense', 'keyword', 'agent', 'auto']);
+export type QueryMode = z.infer<typeof QueryModeSchema>;
+
+/**
  * Metadata filter: each key is a metadata field (or `document_id`); the value is
  * - a scalar: equality (for a string[] field: the array contains it),
  * - `{in: [...]}`: any of,

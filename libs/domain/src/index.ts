@@ -7,3 +7,4 @@ export * from './generation';
 export * from './eval';
 export * from './sources';
 export * from './documents';
+export * from './agent';

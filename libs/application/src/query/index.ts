@@ -5,4 +5,6 @@ export * from './generator.service';
 export * from './embedding.service';
 export * from './query.orchestrator';
 export * from './query-rewriter';
+export * from './agent';
+export * from './corrective';
 export * from './in-process-grounding';

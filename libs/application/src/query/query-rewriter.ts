@@ -1,5 +1,5 @@
 import type { Degraded } from '@rag/contracts';
-import { buildExpansionPrompt, buildHydePrompt, parseExpansions } from '@rag/domain';
+import { buildCorrectivePrompt, buildExpansionPrompt, buildHydePrompt, keywordQuery, parseCorrectiveQuery, parseExpansions } from '@rag/domain';
 import { Logger } from '@rag/platform';
 import type { Llm } from '@rag/ports';
 
@@ -10,6 +10,13 @@ export interface RewriteResult {
   expansions: string[];
   /** A hypothetical answer passage to embed for dense search instead of the bare question (HyDE). */
   hyde?: string;
+  degraded: Degraded[];
+}
+
+export interface CorrectiveRewrite {
+  query: string;
+  /** Who rewrote it: the LLM, or the non-LLM keyword normaliser (no LLM configured, or it failed). */
+  by: 'llm' | 'normaliser';
   degraded: Degraded[];
 }
 
@@ -60,5 +67,25 @@ export class QueryRewriter {
         : Promise.resolve(undefined),
     ]);
     return { expansions: multi, ...(hyde ? { hyde } : {}), degraded };
+  }
+
+  /**
+   * The rewrite of the corrective retry (CRAG): one better search query from the LLM; without an LLM — or when it
+   * fails, times out or returns nothing new — the non-LLM keyword normaliser (keywordQuery), `llm` degraded on failure.
+   */
+  async corrective(query: string, signal?: AbortSignal): Promise<CorrectiveRewrite> {
+    const fallback = (degraded: Degraded[]): CorrectiveRewrite => ({ query: keywordQuery(query), by: 'normaliser', degraded });
+    if (!this.llm) return fallback([]);
+    const timeout = AbortSignal.timeout(this.opts.timeoutMs);
+    const s = signal ? AbortSignal.any([signal, timeout]) : timeout;
+    try {
+      const r = await this.llm.complete(buildCorrectivePrompt(query), { signal: s, temperature: 0, maxTokens: 64 });
+      const q = parseCorrectiveQuery(r.text, query);
+      return q ? { query: q, by: 'llm', degraded: [] } : fallback([]);
+    } catch (e) {
+      if (signal?.aborted) throw signal.reason;
+      this.log.warn('corrective rewrite failed; retrying with the keyword form of the query', { error: String(e) });
+      return fallback(['llm']);
+    }
   }
 }

@@ -1,8 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import type { Citation, Degraded, Filters, QueryAnswer, RetrievalResult, RetrieveAnswer, ScoredChunk, SearchMode, SearchScope } from '@rag/contracts';
-import { externalChunkId, externalDocumentId, internalDocumentIdFilters, normalizeQuery, reciprocalRankFusion, validateFilterKeys } from '@rag/domain';
+import type { Citation, Degraded, Filters, QueryAnswer, QueryMode, RetrievalResult, RetrieveAnswer, ScoredChunk, SearchMode, SearchScope } from '@rag/contracts';
+import { externalChunkId, externalDocumentId, internalDocumentIdFilters, keywordQuery, normalizeQuery, reciprocalRankFusion, routeQuestion, validateFilterKeys } from '@rag/domain';
 import { activeTraceId, AppError, inStage, Logger, setSpanAttributes, withDeadline } from '@rag/platform';
-import type { GenerateCall, QueryEmbeddingCall, RerankCall, RetrieveCall } from './query-path';
+import type { Llm } from '@rag/ports';
+import { AgentLoop } from './agent';
+import { correctiveRetry, RefusalHold } from './corrective';
+import type { GenerateCall, GenerationResult, QueryEmbeddingCall, RerankCall, RetrieveCall } from './query-path';
 import type { QueryRewriter } from './query-rewriter';
 import { round } from './retriever.service';
 
@@ -11,14 +14,36 @@ export interface QueryOptions {
   candidates: number;
   deadlineMs: number;
   rrfK?: number;
+  /** RAG_AGENT: `auto` routes queries without a mode (off: they are single-shot hybrid). Default off. */
+  agent?: 'off' | 'auto';
+  /** RAG_AGENT_MAX_STEPS (default 3, at most 5). */
+  agentMaxSteps?: number;
+  /** Time limit of one LLM call of the agent (RAG_LLM_TIMEOUT_MS). */
+  agentTimeoutMs?: number;
+  /** RAG_CORRECTIVE: the corrective retry on a weak-evidence refusal. Default off here; the services default it on. */
+  corrective?: boolean;
 }
 
 export interface QueryRequest {
   question: string;
   top_k?: number;
   filters?: Filters;
-  mode?: SearchMode;
+  /** A search mode (single-shot), `agent` or `auto` (routed); see QueryModeSchema. */
+  mode?: QueryMode;
   rerank?: boolean;
+}
+
+/** How a query is answered: single-shot in a search mode, or by the agent; `degraded` when agent was asked but cannot run. */
+interface Route {
+  kind: 'single' | 'agent';
+  reason: string;
+  searchMode: SearchMode;
+  degraded: Degraded[];
+}
+
+/** The search mode of a query mode: `agent`/`auto` search hybrid when they go single-shot. */
+function searchModeOf(mode: QueryMode | undefined): SearchMode {
+  return mode === 'dense' || mode === 'keyword' || mode === 'hybrid' ? mode : 'hybrid';
 }
 
 /** The OpenTelemetry trace id of the active span (the request's trace), or a random one when tracing is off. */
@@ -34,7 +59,20 @@ export class QueryOrchestrator {
     private readonly generator: GenerateCall,
     private readonly opts: QueryOptions,
     private readonly rewriter?: QueryRewriter,
+    /** The LLM of the agent's planning calls (absent: `mode: "agent"` answers single-shot, `llm` degraded). */
+    private readonly llm: Llm | null = null,
   ) {}
+
+  /** Which path a query takes (see Route). */
+  private route(req: QueryRequest): Route {
+    const mode: QueryMode = req.mode ?? (this.opts.agent === 'auto' ? 'auto' : 'hybrid');
+    if (mode !== 'agent' && mode !== 'auto') return { kind: 'single', reason: 'mode', searchMode: mode, degraded: [] };
+    const routed = mode === 'agent' ? { route: 'agent' as const, reason: 'requested' } : routeQuestion(req.question);
+    if (routed.route === 'single') return { kind: 'single', reason: routed.reason, searchMode: 'hybrid', degraded: [] };
+    // Asked for explicitly without an LLM: single-shot, and say so; routed there by `auto`: single-shot silently.
+    if (!this.llm) return { kind: 'single', reason: 'no llm', searchMode: 'hybrid', degraded: mode === 'agent' ? ['llm'] : [] };
+    return { kind: 'agent', reason: routed.reason, searchMode: 'hybrid', degraded: [] };
+  }
 
   private checkFilters(filters?: Filters): void {
     const problems = validateFilterKeys(filters);
@@ -42,7 +80,7 @@ export class QueryOrchestrator {
   }
 
   /** Retrieval (and optional rerank) only. */
-  async retrieve(req: QueryRequest, scope: SearchScope, traceId = newTraceId()): Promise<RetrieveAnswer & { chunks: ScoredChunk[] }> {
+  async retrieve(req: QueryRequest, scope: SearchScope, traceId = newTraceId(), how: { expand?: boolean } = {}): Promise<RetrieveAnswer & { chunks: ScoredChunk[] }> {
     this.checkFilters(req.filters);
     // Document ids are scoped by tenant: `document_id` filters name the caller's external ids (libs/domain document-id).
     const filters = internalDocumentIdFilters(scope.tenant, req.filters);
@@ -50,7 +88,7 @@ export class QueryOrchestrator {
     const timings: Record<string, number> = {};
     const degraded = new Set<Degraded>();
     const topK = req.top_k ?? this.opts.topK;
-    const mode = req.mode ?? 'hybrid';
+    const mode = searchModeOf(req.mode);
     const query = normalizeQuery(req.question);
 
     const wantRerank = req.rerank ?? this.reranker.available;
@@ -58,7 +96,8 @@ export class QueryOrchestrator {
 
     // Optional LLM preprocessing: extra phrasings (multi-query) and a hypothetical passage for dense search (HyDE).
     const variants: { query: string; denseText: string }[] = [{ query, denseText: query }];
-    if (this.rewriter?.active) {
+    // Not for the agent's hops and the corrective retry: they bring their own rewrites.
+    if (this.rewriter?.active && how.expand !== false) {
       const t0 = performance.now();
       const rw = await this.rewriter.rewrite(query);
       rw.degraded.forEach((d) => degraded.add(d));
@@ -130,10 +169,10 @@ export class QueryOrchestrator {
 
   private async answerInSpan(req: QueryRequest, scope: SearchScope, onDelta: ((t: string) => void) | undefined, traceId: string): Promise<QueryAnswer> {
     const started = performance.now();
-    const r = await this.retrieve(req, scope, traceId);
-    const t0 = performance.now();
-    const gen = await this.generator.generate(normalizeQuery(req.question), r.chunks, onDelta);
-    const timings: Record<string, number> = { ...r.timings_ms, generate: round(performance.now() - t0) };
+    const route = this.route(req);
+    setSpanAttributes({ 'rag.route': route.kind, 'rag.route.reason': route.reason });
+    const { r, gen, timings } = route.kind === 'agent' ? await this.agentPath(req, scope, onDelta, traceId) : await this.singleShot(req, route, scope, onDelta, traceId);
+    r.degraded.push(...route.degraded);
     timings.total = round(performance.now() - started);
     const citations: Citation[] = gen.cited_refs
       .map((ref) => ({ ref, c: r.chunks[ref - 1] }))
@@ -159,6 +198,68 @@ export class QueryOrchestrator {
       trace_id: traceId,
     };
   }
+
+  /**
+   * Today's path: one retrieval, one answer. With RAG_CORRECTIVE on, a refusal for weak evidence (nothing but the
+   * refusal was produced: the gate refused, not an LLM that streamed an answer) gets the corrective retry once.
+   */
+  private async singleShot(req: QueryRequest, route: Route, scope: SearchScope, onDelta: ((t: string) => void) | undefined, traceId: string): Promise<PathResult> {
+    const question = normalizeQuery(req.question);
+    const r = await this.retrieve({ ...req, mode: route.searchMode }, scope, traceId);
+    const t0 = performance.now();
+    const hold = this.opts.corrective ? new RefusalHold(onDelta) : undefined;
+    const gen = await this.generator.generate(question, r.chunks, hold ? hold.delta : onDelta);
+    const timings: Record<string, number> = { ...r.timings_ms, generate: round(performance.now() - t0) };
+    if (!hold || !gen.refused || !hold.onlyRefusal) {
+      hold?.flush();
+      return { r, gen, timings };
+    }
+    const topK = req.top_k ?? this.opts.topK;
+    const retry = await correctiveRetry(
+      question,
+      route.searchMode,
+      { topK, rrfK: this.opts.rrfK },
+      {
+        rewrite: (q) => (this.rewriter ? this.rewriter.corrective(q) : Promise.resolve({ query: keywordQuery(q), by: 'normaliser' as const, degraded: [] })),
+        retrieve: (q, mode) => this.retrieve({ ...req, question: q, mode }, scope, traceId, { expand: false }),
+        generate: (q, chunks, d) => this.generator.generate(q, chunks, d),
+      },
+      onDelta,
+    );
+    this.log.info('corrective retry', { trace_id: traceId, by: retry.by, refused: retry.gen.refused });
+    return {
+      r: { chunks: retry.chunks, degraded: [...new Set([...r.degraded, ...retry.degraded])] },
+      gen: retry.gen,
+      timings: { ...timings, ...retry.timings },
+    };
+  }
+
+  /** The agent (mode "agent", or routed by "auto"): up to RAG_AGENT_MAX_STEPS hops, then one answer from all of them. */
+  private async agentPath(req: QueryRequest, scope: SearchScope, onDelta: ((t: string) => void) | undefined, traceId: string): Promise<PathResult> {
+    const question = normalizeQuery(req.question);
+    this.checkFilters(req.filters);
+    const loop = new AgentLoop(this.llm!, {
+      maxSteps: this.opts.agentMaxSteps ?? 3,
+      timeoutMs: this.opts.agentTimeoutMs ?? this.opts.deadlineMs,
+      topK: req.top_k ?? this.opts.topK,
+      rrfK: this.opts.rrfK,
+    });
+    const run = await loop.run(question, req.filters, scope.tenant, async (s) => {
+      const r = await this.retrieve({ question: s.query, mode: s.mode, filters: s.filters, top_k: req.top_k, rerank: req.rerank }, scope, traceId, { expand: false });
+      return { chunks: r.chunks, degraded: r.degraded };
+    });
+    this.log.info('agent run', { trace_id: traceId, hops: run.hops.length, stop: run.stop, tools: run.hops.map((h) => h.tool ?? 'none').join(',') });
+    const t0 = performance.now();
+    const gen = await this.generator.generate(question, run.evidence, onDelta);
+    return { r: { chunks: run.evidence, degraded: run.degraded }, gen, timings: { ...run.timings, generate: round(performance.now() - t0) } };
+  }
+}
+
+/** What an answer path found and generated, for answerInSpan to turn into the QueryAnswer. */
+interface PathResult {
+  r: { chunks: ScoredChunk[]; degraded: Degraded[] };
+  gen: GenerationResult;
+  timings: Record<string, number>;
 }
 
 /** A chunk's document and chunk ids as the caller's tenant knows them (the tenant qualifier stripped). */

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AclSchema, ExternalDocumentIdSchema, FiltersSchema, MetadataSchema, SearchModeSchema } from '../common';
+import { AclSchema, ExternalDocumentIdSchema, FiltersSchema, MetadataSchema, QueryModeSchema, SearchModeSchema } from '../common';
 
 /** Limits applied at the edge. */
 export const LIMITS = {
@@ -36,7 +36,7 @@ export const QueryInputSchema = z
     question: z.string().trim().min(1, 'question is empty').max(LIMITS.maxQuestionChars),
     top_k: z.number().int().min(1).max(LIMITS.maxTopK).optional(),
     filters: FiltersSchema.optional(),
-    mode: SearchModeSchema.optional(),
+    mode: QueryModeSchema.optional(),
     rerank: z.boolean().optional(),
     stream: z.boolean().optional(),
   })
@@ -63,7 +63,12 @@ export const FeedbackInputSchema = z
   .strict();
 export type FeedbackInput = z.infer<typeof FeedbackInputSchema>;
 
-export type Degraded = 'dense' | 'keyword' | 'reranker' | 'llm';
+/**
+ * Parts of an answer that did not go as usual: a search or the reranker or the LLM missing (`dense`, `keyword`,
+ * `reranker`, `llm`), or `corrective`: the first retrieval's evidence was weak, so the answer (or refusal) comes
+ * after the corrective retry (rewritten query + keyword-only).
+ */
+export type Degraded = 'dense' | 'keyword' | 'reranker' | 'llm' | 'corrective';
 
 export interface Citation {
   ref: number;

@@ -1,4 +1,4 @@
-import { normalizeQuery } from './normalize-query';
+import { keywordQuery, normalizeQuery } from './normalize-query';
 
 describe('normalizeQuery', () => {
   it('applies NFKC (full-width letters, digits and punctuation)', () => {
@@ -30,5 +30,22 @@ describe('normalizeQuery', () => {
   it('handles empty and punctuation-only input', () => {
     expect(normalizeQuery('')).toBe('');
     expect(normalizeQuery(' ?? ')).toBe('');
+  });
+});
+
+describe('keywordQuery (the non-LLM rewrite of the corrective retry)', () => {
+  it('keeps the content words of an English question and drops question noise', () => {
+    expect(keywordQuery('What is the effect of sweep on the boundary layer of a wing???')).toBe('effect sweep boundary layer wing');
+    expect(keywordQuery('Please tell me how do ablative heat shields absorb heat?')).toBe('ablative heat shields absorb heat');
+  });
+  it('keeps symbols that carry meaning, numbers and case', () => {
+    expect(keywordQuery('Which C++ compiler supports Mach 3.5 flows?')).toBe('C++ compiler supports Mach 3.5 flows');
+  });
+  it('drops Chinese question words and particles', () => {
+    expect(keywordQuery('边界层是什么？')).toBe('边界层');
+    expect(keywordQuery('请问尤金袋鼠分布在哪些地区？')).toBe('尤金袋鼠分布在 地区');
+  });
+  it('falls back to the normalised question when nothing would be left', () => {
+    expect(keywordQuery('What is it?')).toBe('What is it?');
   });
 });

@@ -24,3 +24,34 @@ export function normalizeQuery(q: string): string {
   }
   return s;
 }
+
+const EN_FILLER = new Set(
+  (
+    'a an the of to in on at for by with from about into as is are was were be been being do does did done has have had ' +
+    'what which who whom whose where when why how whether can could would should will shall may might must ' +
+    'please tell me us i we you it its this that these those there their any some explain describe give show find ' +
+    'and or if than then so such also just'
+  ).split(' '),
+);
+/** Chinese question words and particles (longest first) that carry no search content. */
+const ZH_FILLER = ['请问', '为什么', '是什么', '什么样', '怎么样', '怎样', '怎么', '如何', '哪些', '哪个', '哪里', '多少', '什么', '是否', '能否', '可以', '一下', '吗', '呢', '吧', '啊'];
+
+/**
+ * The non-LLM rewrite of the corrective retry (CRAG, issue 16 item 4) when no LLM is configured: the question
+ * normalised, then reduced to its content words — interrogatives, auxiliaries, articles and politeness dropped
+ * ("What is the effect of sweep on wings?" → "effect sweep wings"; "边界层是什么？" → "边界层"), punctuation
+ * removed. Search terms the question shares with a passage are kept, so BM25 and the embedding see the topic
+ * without question noise. Returns the normalised question when nothing would be left.
+ */
+export function keywordQuery(q: string): string {
+  const n = normalizeQuery(q);
+  let s = n;
+  for (const w of ZH_FILLER) s = s.split(w).join(' ');
+  const words = s
+    .replace(/[^\p{L}\p{N}\s#+.'-]/gu, ' ')
+    .split(/\s+/)
+    .map((w) => w.replace(/^[.'-]+|[.'-]+$/g, ''))
+    .filter((w) => w && !EN_FILLER.has(w.toLowerCase()));
+  const out = words.join(' ').trim();
+  return out || n;
+}

@@ -1,4 +1,4 @@
-import { buildExpansionPrompt, buildHydePrompt, parseExpansions } from './query-expansion';
+import { buildCorrectivePrompt, buildExpansionPrompt, buildHydePrompt, parseCorrectiveQuery, parseExpansions } from './query-expansion';
 
 describe('query expansion', () => {
   it('parses numbered, bulleted and quoted lines, dropping duplicates of the original', () => {
@@ -16,5 +16,16 @@ describe('query expansion', () => {
     expect(m[0]!.content).toContain('3 alternative phrasings');
     expect(m[1]!.content).toBe('什么是激波？');
     expect(buildHydePrompt('what is a shock wave?')[1]!.content).toBe('what is a shock wave?');
+  });
+});
+
+describe('corrective rewrite prompt', () => {
+  it('asks for one query and parses the first usable line', () => {
+    const m = buildCorrectivePrompt('How do planes get rid of frost?');
+    expect(m[0]!.content).toContain('ONE better search query');
+    expect(m[1]!.content).toBe('How do planes get rid of frost?');
+    expect(parseCorrectiveQuery('1. "pneumatic de-icing boots wing"\nsecond line', 'How do planes get rid of frost?')).toBe('pneumatic de-icing boots wing');
+    expect(parseCorrectiveQuery('How do planes get rid of frost?', 'How do planes get rid of frost?')).toBeUndefined();
+    expect(parseCorrectiveQuery('   \n', 'q')).toBeUndefined();
   });
 });

@@ -50,3 +50,25 @@ export function parseExpansions(text: string, original: string, max: number): st
   }
   return out;
 }
+
+/**
+ * Prompt of the corrective retry (CRAG): the first search found no passage good enough, so ask for ONE better
+ * search query — the corpus's likely wording, technical terms, expanded abbreviations.
+ */
+export function buildCorrectivePrompt(question: string): PromptMessage[] {
+  return [
+    {
+      role: 'system',
+      content:
+        'A document search for the user question below found no passage that answers it. Rewrite it as ONE better search query: ' +
+        'the words a document answering it would use (technical terms, expanded abbreviations, the key names), without question words. ' +
+        'Write it in the language of the question. Output the query only, on one line: no quotes, no explanation.',
+    },
+    { role: 'user', content: question },
+  ];
+}
+
+/** The corrective query from the LLM's reply: its first usable line (cleaned like an expansion), or undefined. */
+export function parseCorrectiveQuery(text: string, original: string): string | undefined {
+  return parseExpansions(text, original, 1)[0];
+}

@@ -115,6 +115,20 @@ export const ConfigSchema = z.object({
   RAG_QUERY_EXPANSION: z.enum(['none', 'multi', 'hyde', 'multi+hyde']).default('none'),
   RAG_QUERY_EXPANSIONS: int(3, 1, 10),
   /**
+   * Agentic multi-hop (issue 16 item 3). `off`: a query without `mode` is single-shot (hybrid); `mode: "agent"` and
+   * `mode: "auto"` still work per request. `auto`: a query without `mode` goes through the router (multi-hop-looking
+   * questions to the agent, the rest single-shot). Needs an LLM for `auto`.
+   */
+  RAG_AGENT: z.enum(['off', 'auto']).default('off'),
+  /** Hops (LLM decision + tool call) of one agent run: default 3, at most 5. */
+  RAG_AGENT_MAX_STEPS: int(3, 1, 5),
+  /**
+   * Corrective retrieval (CRAG, issue 16 item 4): when the generator refuses for weak evidence, rewrite the query
+   * (the LLM, or the non-LLM keyword normaliser without one) and retry once (rewritten query ∥ keyword-only, fused)
+   * before refusing. `off`: refuse at once.
+   */
+  RAG_CORRECTIVE: z.enum(['on', 'off']).default('on'),
+  /**
    * Contextual retrieval (issue 16 item 5): at ingestion the LLM writes one or two sentences situating each child
    * chunk in its document, stored on the chunk and prepended for embedding and BM25 (needs RAG_LLM). Off by default.
    */
@@ -323,6 +337,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   if (cfg.RAG_RERANKER === 'http' && !cfg.RAG_RERANKER_URL) problems.push('RAG_RERANKER=http needs RAG_RERANKER_URL');
   if (cfg.RAG_LLM === 'openai' && !cfg.RAG_LLM_BASE_URL) problems.push('RAG_LLM=openai needs RAG_LLM_BASE_URL');
   if (cfg.RAG_QUERY_EXPANSION !== 'none' && cfg.RAG_LLM === 'none') problems.push(`RAG_QUERY_EXPANSION=${cfg.RAG_QUERY_EXPANSION} needs an LLM (RAG_LLM=openai or local)`);
+  if (cfg.RAG_AGENT === 'auto' && cfg.RAG_LLM === 'none') problems.push('RAG_AGENT=auto needs an LLM (RAG_LLM=openai or local)');
   if (cfg.RAG_CONTEXTUAL_CHUNKS === 'on' && cfg.RAG_LLM === 'none') problems.push('RAG_CONTEXTUAL_CHUNKS=on needs an LLM (RAG_LLM=openai or local)');
   if (cfg.RAG_CHUNK_OVERLAP_TOKENS >= cfg.RAG_CHUNK_TOKENS) problems.push('RAG_CHUNK_OVERLAP_TOKENS must be smaller than RAG_CHUNK_TOKENS');
   if (!isLoopback(cfg.RAG_HOST) && !cfg.RAG_API_KEYS && cfg.RAG_AUTH !== 'required') {

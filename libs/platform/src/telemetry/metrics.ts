@@ -20,6 +20,9 @@ export const STAGES = [
   'fuse',
   'rerank',
   'generate',
+  // one hop of the agent loop (LLM decision + the tool it chose); the corrective retry (CRAG)
+  'agent-hop',
+  'corrective',
   'load',
   'chunk',
   'embed',

@@ -1,0 +1,4 @@
+export * from './action';
+export * from './steps';
+export * from './router';
+export * from './prompt';
