@@ -10,6 +10,8 @@
 //   hnsw-persist  bytes written and docs/s per document of the embedded vector store, rewrite-per-flush vs checkpoints
 //   keyword-scale  embedded keyword index query latency at 10k/100k(/1M) chunks: pruned vs exhaustive vs FTS5
 //   llm     the in-process GGUF model (RAG_LLM=local): time to first token, decode and prompt tokens/s, queued pairs
+//   registry  registry write latency per call and docs/s, SQLite vs PostgreSQL (the adapters of the services)
+//   replicas  bench ingest and bench load against the distributed platform with 1 and 2 replicas per service
 //   scale   synthetic corpus ingested in steps to 10k/100k(/1M) chunks: docs/s, bytes written/doc, data/chunk, RSS, retrieve/query P50-P99
 //
 // Each prints progress on stderr, then a results table and one JSON line on stdout (with hardware and date).
@@ -24,6 +26,8 @@ const BENCHES = {
   'keyword-scale': () => require('./keyword-scale'),
   scale: () => require('./scale'),
   llm: () => require('./llm'),
+  registry: () => require('./registry'),
+  replicas: () => require('./replicas'),
 };
 
 function help() {

@@ -4,7 +4,7 @@
  * chain, update, delete; kill -9 a stage mid-ingestion; a poison message; Milvus and OpenSearch stopped and back.
  */
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { HashingEmbedder } from '@rag/adapters';
@@ -38,6 +38,8 @@ export const env: Record<string, string> = {
 };
 
 export interface Svc {
+  /** The service name, or `<name>-<r>` for replica r (1-based) with replicas. */
+  id?: string;
   name: string;
   main: string;
   env: Record<string, string>;
@@ -49,7 +51,7 @@ export const services: Svc[] = [];
 export function startService(s: Svc): void {
   s.proc = spawn(process.execPath, [s.main], { cwd: root, env: { ...process.env, ...env, ...s.env }, stdio: ['ignore', 'ignore', 'pipe'] });
   s.proc.stderr!.on('data', (d: Buffer) => {
-    if (process.env.RAG_TEST_VERBOSE) process.stderr.write(`[${s.name}] ${d}`);
+    if (process.env.RAG_TEST_VERBOSE) process.stderr.write(`[${s.id ?? s.name}] ${d}`);
   });
 }
 
@@ -112,17 +114,59 @@ function build(): number | null {
     .status;
 }
 
-/** Starts the eight services before a suite and stops them (and drops its collections) after it. */
-export function useDistributedPlatform(): void {
+/** The process of one service (`id` from the plan: `gateway`, or `gateway-2` with replicas). */
+export const service = (id: string): Svc => {
+  const s = services.find((x) => (x.id ?? x.name) === id);
+  if (!s) throw new Error(`no service ${id}`);
+  return s;
+};
+
+/** SIGKILL, wait for the exit, start it again and wait for /healthz: a pod killed and rescheduled. */
+export async function killAndRestart(s: Svc): Promise<void> {
+  const exited = new Promise((r) => s.proc!.once('exit', r));
+  s.proc!.kill('SIGKILL');
+  await exited;
+  startService(s);
+  await waitHealthy(s.port);
+}
+
+/**
+ * Starts the eight services before a suite and stops them (and drops its collections) after it. With `replicas` > 1
+ * (issue 14) scripts/distributed.js plans that many processes of every service (HTTP ports + 8r, gRPC + 4r; the
+ * gRPC clients balance over every replica); the gRPC ports then move to base+31.. so that they clear the second
+ * replica's HTTP ports, and every replica gets its own RAG_DATA_DIR (nothing shared through files, as on two nodes).
+ * Replicas need RAG_DATABASE_URL (set it in process.env before this hook runs).
+ */
+export function useDistributedPlatform(opts: { replicas?: number } = {}): void {
+  const replicas = opts.replicas ?? 1;
   beforeAll(async () => {
     expect(build()).toBe(0);
+    if (replicas > 1) {
+      const grpcBase = GATEWAY + 31;
+      Object.assign(env, {
+        RAG_EMBEDDER_GRPC: `127.0.0.1:${grpcBase}`,
+        RAG_RETRIEVER_GRPC: `127.0.0.1:${grpcBase + 1}`,
+        RAG_RERANKER_GRPC: `127.0.0.1:${grpcBase + 2}`,
+        RAG_GENERATOR_GRPC: `127.0.0.1:${grpcBase + 3}`,
+      });
+    }
     const plan = JSON.parse(
-      execFileSync(process.execPath, [join(root, 'scripts/distributed.js'), '--dry-run'], { cwd: root, env: { ...process.env, ...env }, encoding: 'utf8' }),
+      execFileSync(process.execPath, [join(root, 'scripts/distributed.js'), '--dry-run', ...(replicas > 1 ? ['--replicas', String(replicas)] : [])], {
+        cwd: root,
+        env: { ...process.env, ...env },
+        encoding: 'utf8',
+      }),
     ) as { services: Svc[] };
-    services.push(...plan.services.map((s) => ({ ...s, env: { ...s.env, RAG_LOG_LEVEL: 'error', RAG_PARENT_CHUNK_TOKENS: '0' } })));
+    services.push(
+      ...plan.services.map((s) => {
+        const own: Record<string, string> = {};
+        if (replicas > 1) mkdirSync((own.RAG_DATA_DIR = join(dataDir, s.id ?? s.name)), { recursive: true });
+        return { ...s, env: { ...s.env, ...own, RAG_LOG_LEVEL: 'error', RAG_PARENT_CHUNK_TOKENS: '0' } };
+      }),
+    );
     for (const s of services) startService(s);
-    for (const s of services) await waitHealthy(s.port);
-  }, 180_000);
+    for (const s of services) await waitHealthy(s.port, 60_000 * replicas);
+  }, 120_000 + 90_000 * replicas);
 
   afterAll(async () => {
     for (const s of services) s.proc?.kill('SIGTERM');

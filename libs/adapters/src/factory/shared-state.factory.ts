@@ -1,4 +1,4 @@
-import type { AppConfig } from '@rag/platform';
+import { type AppConfig, metrics } from '@rag/platform';
 import type { ApiKeyStore, LeaderElection, RateLimiter } from '@rag/ports';
 import { SqliteApiKeyStore } from '../sqlite-api-keys';
 import { secretFrom } from './sources.factory';
@@ -44,9 +44,13 @@ export async function createSharedRateLimiter(config: AppConfig): Promise<(RateL
  */
 export async function createLeaderElection(config: AppConfig, name: string): Promise<LeaderElection> {
   const url = databaseUrl(config);
-  if (!url) return { start: async () => undefined, isLeader: () => true, close: async () => undefined };
+  // rag_leader{name} shows on each replica's /metrics which one leads (the reliability suite reads it).
+  if (!url) {
+    return { start: async () => void metrics.leader.set({ name }, 1), isLeader: () => true, close: async () => void metrics.leader.set({ name }, 0) };
+  }
   const { PgLeaderElection } = await import('../postgres');
-  return new PgLeaderElection({ url, name, pollMs: config.RAG_LEADER_POLL_MS });
+  metrics.leader.set({ name }, 0);
+  return new PgLeaderElection({ url, name, pollMs: config.RAG_LEADER_POLL_MS, onChange: (v) => metrics.leader.set({ name }, v ? 1 : 0) });
 }
 
 /** `rag db copy-sqlite`: copies registry.db and api-keys.db of `fromDir` into the PostgreSQL of RAG_DATABASE_URL. */

@@ -110,6 +110,12 @@ export const metrics = {
     labelNames: ['kind', 'model'] as const,
     registers: [metricsRegistry],
   }),
+  leader: new Gauge({
+    name: 'rag_leader',
+    help: 'Whether this replica holds the leadership of a singleton job (1) or not (0), by job name (reconciler)',
+    labelNames: ['name'] as const,
+    registers: [metricsRegistry],
+  }),
   feedback: new Counter({
     name: 'rag_feedback_total',
     help: 'Feedback by rating',
