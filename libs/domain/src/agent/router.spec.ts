@@ -18,6 +18,7 @@ describe('routeQuestion', () => {
     expect(routeQuestion('Compare the drag of swept and straight wings').route).toBe('agent');
     expect(routeQuestion('What is the difference between laminar and turbulent flow?')).toEqual({ route: 'agent', reason: 'comparison' });
     expect(routeQuestion('In which city did the leader of the project that built the Zephyr grow up?')).toEqual({ route: 'agent', reason: 'bridge' });
+    expect(routeQuestion('In which city did the leader of the Zephyr project grow up?')).toEqual({ route: 'agent', reason: 'bridge' });
     expect(routeQuestion('Who leads the Zephyr project, and where was she born?')).toEqual({ route: 'agent', reason: 'two questions' });
     expect(routeQuestion('Who leads it? Where was she born?')).toEqual({ route: 'agent', reason: 'two questions' });
     expect(routeQuestion('袋鼠和考拉的区别是什么？')).toEqual({ route: 'agent', reason: 'comparison' });
