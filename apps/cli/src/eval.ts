@@ -3,6 +3,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import type { SearchMode } from '@rag/contracts';
 import { answerContainsGold, evaluateRun, parseQrels } from '@rag/domain';
 import { ingest } from './ingest';
+import type { AnswerJudge } from './judge';
 import type { PlatformClient } from './platform-client';
 import { Progress } from './progress';
 import { collectSources } from './sources';
@@ -96,6 +97,8 @@ export interface EvaluateModeOptions {
   limit?: number;
   /** Out-of-domain questions to ask through the answer path (refusal rate); none or empty skips them. */
   ood?: readonly OodQuestion[];
+  /** `--judge`: LLM-judged faithfulness and answer relevancy of each answer of the answer pass (apps/cli/src/judge.ts). */
+  judge?: AnswerJudge;
 }
 
 const round = (x: number) => Math.round(x * 10000) / 10000;
@@ -129,6 +132,7 @@ export async function evaluateMode(client: PlatformClient, dir: string, mode: Ev
       const a = await client.ask(q.text, { mode: searchMode });
       asked++;
       if (a.refused) refused++;
+      await opts.judge?.add(q.text, a, r.results);
       if (q.answers?.length) {
         withGold++;
         if (a.refused) refusedWithGold++;
@@ -157,6 +161,7 @@ export async function evaluateMode(client: PlatformClient, dir: string, mode: Ev
       : {}),
     ...(asked ? { in_domain_asked: asked, in_domain_refused_rate: round(refused / asked) } : {}),
     ...(ood ?? {}),
+    ...(opts.judge?.report() ?? {}),
     retrieve_p50_ms: round(latencies[Math.floor(latencies.length * 0.5)] ?? 0),
   };
 }

@@ -10,6 +10,7 @@ import { ingest } from './ingest';
 import { dbCommand } from './db';
 import { keysCommand } from './keys';
 import { reindexCommand } from './reindex';
+import { judgeFor } from './judge';
 import { HttpClient, InProcessClient, type PlatformClient } from './platform-client';
 import { collectSources } from './sources';
 
@@ -126,7 +127,8 @@ program
     'out-of-domain questions ({_id,text,lang} per line) to ask through the answer path; the refused share is ood_refused_rate (default: test/fixtures/ood/<dataset folder name>.jsonl in this repository, when it exists)',
   )
   .option('--no-ood', 'skip the out-of-domain refusal measurement')
-  .action(async (opts: { dataset: string; mode: EvalMode; compare?: boolean; answers: boolean; limit?: number; ood?: string | boolean }) => {
+  .option('--judge', 'LLM-judged faithfulness and answer relevancy of the answers (RAGAS), by the configured RAG_LLM')
+  .action(async (opts: { dataset: string; mode: EvalMode; compare?: boolean; answers: boolean; limit?: number; ood?: string | boolean; judge?: boolean }) => {
     setLogLevel('warn');
     readDataset(opts.dataset);
     if (opts.limit !== undefined && !(Number.isInteger(opts.limit) && opts.limit > 0)) throw new Error('--limit must be a positive integer');
@@ -146,7 +148,8 @@ program
         : [opts.mode];
       const results: Record<string, unknown>[] = [];
       for (const mode of modes) {
-        const result = await evaluateMode(client, opts.dataset, mode, { answers: opts.answers, limit: opts.limit, ood });
+        const judge = opts.judge ? judgeFor(client.handles, cfg, opts.answers) : undefined;
+        const result = await evaluateMode(client, opts.dataset, mode, { answers: opts.answers, limit: opts.limit, ood, judge });
         const line = {
           dataset: basename(opts.dataset),
           embedder: cfg.RAG_EMBEDDER === 'onnx' ? cfg.RAG_EMBEDDING_MODEL : cfg.RAG_EMBEDDER,

@@ -1,1 +1,2 @@
 export * from './metrics';
+export * from './judge';
