@@ -115,15 +115,6 @@ export const ConfigSchema = z.object({
   RAG_QUERY_EXPANSION: z.enum(['none', 'multi', 'hyde', 'multi+hyde']).default('none'),
   RAG_QUERY_EXPANSIONS: int(3, 1, 10),
   /**
-   * Contextual retrieval (issue 16 item 5): at ingestion the LLM writes one or two sentences situating each child
-   * chunk in its document, stored on the chunk and prepended for embedding and BM25 (needs RAG_LLM). Off by default.
-   */
-  RAG_CONTEXTUAL_CHUNKS: z.enum(['off', 'on']).default('off'),
-  /** Contextual chunks: the document text given to the LLM is cut to this many tokens (the same prefix for every chunk). */
-  RAG_CONTEXTUAL_DOC_TOKENS: int(3000, 100, 1_000_000),
-  /** Contextual chunks: completion tokens of one context. */
-  RAG_CONTEXTUAL_MAX_TOKENS: int(96, 8, 1024),
-  /**
    * Agentic multi-hop (issue 16 item 3). `off`: a query without `mode` is single-shot (hybrid); `mode: "agent"` and
    * `mode: "auto"` still work per request. `auto`: a query without `mode` goes through the router (multi-hop-looking
    * questions to the agent, the rest single-shot). Needs an LLM for `auto`.
