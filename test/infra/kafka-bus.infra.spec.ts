@@ -219,6 +219,125 @@ describe('KafkaBus on a real broker', () => {
     expect(again).toEqual([3, 4, 5, 6, 7]);
   });
 
+  // Bulk ingestion (issue 13 item 6): the eachBatch path of KafkaTransport.
+  it('hands a batch handler runs of distinct keys, several messages per call, in per-key order, each message once', async () => {
+    const prefix = newPrefix();
+    const bus = open(prefix, { batchDocs: 16 });
+    const calls: string[][] = [];
+    const seen: string[] = [];
+    const single: string[] = [];
+    await bus.subscribe({
+      group: `it-${run}-batch`,
+      topic: Topic.Chunks,
+      stage: 'embedder',
+      handler: async (m) => void single.push(m.key),
+      batchHandler: async (msgs) => {
+        calls.push(msgs.map((m) => m.key));
+        for (const m of msgs) seen.push(`${m.key}:${(m.value as { v: number }).v}`);
+        return msgs.map(() => undefined);
+      },
+    });
+    // Published before the consumers start, so the first fetch of each partition finds many messages.
+    const keys = [...Array(24).keys()].map((i) => `doc-${i}`);
+    await bus.publish(Topic.Chunks, [...keys.map((key) => ({ key, value: { v: 1 } })), ...keys.map((key) => ({ key, value: { v: 2 } }))]);
+    await bus.start();
+    await bus.drain(60_000);
+    expect(seen).toHaveLength(48);
+    expect(new Set(seen).size).toBe(48);
+    expect(single).toEqual([]);
+    expect(Math.max(...calls.map((c) => c.length)), `calls: ${JSON.stringify(calls)}`).toBeGreaterThan(1);
+    for (const c of calls) {
+      expect(new Set(c).size, 'no key twice in one call').toBe(c.length);
+      expect(c.length).toBeLessThanOrEqual(16);
+    }
+    for (const key of keys) expect(seen.filter((x) => x.startsWith(`${key}:`))).toEqual([`${key}:1`, `${key}:2`]);
+    expect((await bus.lag()).filter((l) => l.group === `it-${run}-batch`).every((l) => l.lag === 0)).toBe(true);
+  });
+
+  it('delivers the messages that failed in a batch alone under the policy: the others are not redelivered', async () => {
+    const prefix = newPrefix();
+    const bus = open(prefix, { maxAttempts: 3, partitions: 1, batchDocs: 10 });
+    const batched: string[] = [];
+    const alone: string[] = [];
+    const dead: BusMessage[] = [];
+    let flaky = 0;
+    await bus.subscribe({
+      group: `it-${run}-batch-fail`,
+      topic: Topic.ChunksEmbedded,
+      stage: 'indexer',
+      batchHandler: async (msgs) => {
+        batched.push(...msgs.map((m) => m.key));
+        return msgs.map((m) => (m.key === 'bad' ? new NonRetryableError('invalid event') : m.key === 'flaky' ? new Error('store hiccup') : undefined));
+      },
+      handler: async (m) => {
+        alone.push(`${m.key}@${m.attempt}`);
+        if (m.key === 'bad') throw new NonRetryableError('invalid event');
+        if (m.key === 'flaky' && ++flaky < 2) throw new Error('store hiccup');
+      },
+    });
+    await bus.subscribe({ group: `it-${run}-dlq3`, topic: Topic.Dlq, stage: 'dlq-reader', handler: async (m) => void dead.push(m) });
+    await bus.publish(Topic.ChunksEmbedded, ['a', 'bad', 'b', 'flaky', 'c'].map((key) => ({ key, value: { key } })));
+    await bus.start();
+    await bus.drain(60_000);
+    expect(batched.filter((k) => k !== 'bad' && k !== 'flaky').sort()).toEqual(['a', 'b', 'c']);
+    // The batch call is not an attempt: the non-retryable message fails once alone, the flaky one succeeds on its second.
+    expect(alone.sort()).toEqual(['bad@1', 'flaky@1', 'flaky@2']);
+    expect(dead.map((d) => [d.key, d.headers[DLQ_HEADERS.reason], d.headers[DLQ_HEADERS.attempts], d.headers[DLQ_HEADERS.stage]])).toEqual([['bad', 'invalid event', '1', 'indexer']]);
+  });
+
+  it('redelivers the whole uncommitted run after a crash mid-batch, and nothing of the runs committed before', async () => {
+    const prefix = newPrefix();
+    const group = `it-${run}-batch-crash`;
+    const first = open(prefix, { partitions: 1, batchDocs: 3 });
+    const handled: number[] = [];
+    const entered = gate();
+    const release = gate();
+    await first.subscribe({
+      group,
+      topic: Topic.ChunksEmbedded,
+      stage: 'indexer',
+      handler: async () => {
+        throw new Error('not expected: every call is a batch');
+      },
+      batchHandler: async (msgs) => {
+        const ns = msgs.map((m) => (m.value as { n: number }).n);
+        if (ns.includes(4)) {
+          entered.open();
+          await release.wait;
+          return msgs.map(() => new Error('killed mid-batch'));
+        }
+        handled.push(...ns);
+        return msgs.map(() => undefined);
+      },
+    });
+    await first.publish(
+      Topic.ChunksEmbedded,
+      [...Array(9).keys()].map((n) => ({ key: `doc-${n}`, value: { n } })),
+    );
+    await first.start();
+    await entered.wait;
+    const closing = first.close();
+    release.open();
+    await closing;
+    expect(handled).toEqual([0, 1, 2]);
+
+    const second = open(prefix, { partitions: 1, batchDocs: 100 });
+    const again: number[] = [];
+    await second.subscribe({
+      group,
+      topic: Topic.ChunksEmbedded,
+      stage: 'indexer',
+      handler: async (m) => void again.push((m.value as { n: number }).n),
+      batchHandler: async (msgs) => {
+        again.push(...msgs.map((m) => (m.value as { n: number }).n));
+        return msgs.map(() => undefined);
+      },
+    });
+    await second.start();
+    await second.drain(60_000);
+    expect(again).toEqual([3, 4, 5, 6, 7, 8]);
+  });
+
   it('reports lag until handlers resolve, drains, and sees the groups of other processes', async () => {
     const prefix = newPrefix();
     const group = `it-${run}-lagger`;

@@ -84,6 +84,7 @@ export async function inSpans<T>(name: StageName, served: { item: BatchItem; att
  */
 export async function publishEach<T extends Topic>(bus: Bus, topic: T, out: { item: BatchItem; message: OutgoingMessage<TopicValue<T>> }[]): Promise<void> {
   if (out.length === 0) return;
+  out = [...out].sort((a, b) => a.item.index - b.item.index); // in message order
   if (tracingHandle() === undefined) {
     try {
       await bus.publish(topic, out.map((o) => o.message));
