@@ -11,6 +11,7 @@ import { dbCommand } from './db';
 import { keysCommand } from './keys';
 import { reindexCommand } from './reindex';
 import { judgeFor } from './judge';
+import { multihopCommand } from './multihop';
 import { HttpClient, InProcessClient, type PlatformClient } from './platform-client';
 import { collectSources } from './sources';
 
@@ -170,6 +171,7 @@ program
 program.addCommand(keysCommand(() => config()));
 program.addCommand(dbCommand(() => config()));
 program.addCommand(reindexCommand(config));
+program.addCommand(multihopCommand(config));
 
 /** A path relative to the repository root when it lies inside it, else absolute. */
 function displayPath(file: string): string {
