@@ -108,6 +108,18 @@ describe.each<[MilvusIndexType]>([['HNSW'], ['IVF_SQ8']])('MilvusVectorStore on 
     expect(new Set(touched.map((h) => h.chunk_id)).size).toBe(10);
   });
 
+  it('bulk ingestion: one upsert of many documents writes each exactly once; the redelivered batch duplicates nothing', async () => {
+    // What the indexer's batch path sends: the records of 30 documents (7 chunks each) in one call.
+    const docs = Array.from({ length: 30 }, (_, d) => `bulk${d}`);
+    const recs = docs.flatMap((doc) => Array.from({ length: 7 }, (_, i) => record(`${doc}#v1#${i}`, randomVector(r))));
+    await store.upsert(recs);
+    await store.upsert(recs); // a redelivery after a crash before the commit
+    expect(await store.count()).toBeGreaterThanOrEqual(210);
+    for (const doc of docs) expect(await store.count(doc), doc).toBe(7);
+    const hits = await store.search({ vector: recs[100]!.vector, k: 5, scope: { tenant: 't1' } });
+    expect(hits[0]!.chunk_id).toBe(recs[100]!.chunk_id);
+  });
+
   it('keeps each chunk beside its vector (answers survive a keyword-index outage); an oversized text is shortened, not rejected', async () => {
     const chunk = (id: string, text: string) => ({
       chunk_id: id, document_id: id.split('#')[0]!, tenant: 't1', version: 1, ordinal: 0, kind: 'child' as const, parent_id: null,

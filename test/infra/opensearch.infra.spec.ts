@@ -86,6 +86,24 @@ describe('OpenSearchKeywordIndex on a real OpenSearch', () => {
     expect(got).toEqual([cs[2], parent]);
   });
 
+  it('bulk ingestion: one upsert of many documents (several _bulk requests) is searchable at once; a redelivery duplicates nothing', async () => {
+    // What the indexer's batch path sends: the chunks of 25 documents (6 each) in one call; bulkBatchSize 40 cuts it
+    // into four `_bulk` requests followed by one refresh.
+    const bulk = new OpenSearchKeywordIndex({ node: URL, prefix, timeoutMs: 30_000, bulkBatchSize: 40 });
+    try {
+      const docs = Array.from({ length: 25 }, (_, d) => `bulk${d}`);
+      const cs = docs.flatMap((doc) => Array.from({ length: 6 }, (_, i) => chunk(`${doc}#v1#${i}`, { text: `numbat ${doc} part ${i}` })));
+      await bulk.upsert(cs);
+      await bulk.upsert(cs);
+      for (const doc of docs) expect(await index.count(doc), doc).toBe(6);
+      const hits = await index.search({ query: 'numbat', k: 200, scope: { tenant: 't1' } });
+      expect(hits).toHaveLength(150);
+      expect(new Set(hits.map((h) => h.chunk_id)).size).toBe(150);
+    } finally {
+      await bulk.close();
+    }
+  });
+
   it('chunk ids longer than 512 bytes round-trip', async () => {
     const long = chunk(`${'長'.repeat(200)}#v1#0`, { text: 'wombat burrow' });
     await index.upsert([long]);

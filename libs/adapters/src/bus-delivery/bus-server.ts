@@ -30,8 +30,8 @@ export class BusContext extends BaseRpcContext<[BusMessage]> {
 
 /**
  * Each delivery of a stage runs in a CONSUMER span whose parent is the trace context carried in the message headers
- * (the embedded log bus writes it by hand: no instrumentation exists for it) or, on Kafka, the active context of the
- * kafkajs instrumentation's `process <topic>` span (which read those headers): one document's ingestion is one
+ * (the embedded log bus writes it by hand: no instrumentation exists for it; on Kafka the kafkajs instrumentation's
+ * `send <topic>` span wrote them): one document's ingestion is one
  * trace from the gateway through every stage and process. Each delivery is timed into the
  * stage histogram (`rag_stage_duration_seconds`); outcomes are counted in `rag_bus_messages_total`. Groups that are
  * not pipeline stages (the gateway's `registry` projection) get a span and a histogram label of their own name.

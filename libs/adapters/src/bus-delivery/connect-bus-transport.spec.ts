@@ -179,6 +179,33 @@ describe.each(brokers)('connectBusTransport over %s (the bus as a Nest microserv
     await expect(connectBusTransport(app)).rejects.toThrow(/rag\.documnets\.v1 is not a topic/);
   });
 
+  it('runs a batch handler (extras batch: true) through Nest with arrays of messages; a failed one is delivered again alone', async () => {
+    const batches: string[][] = [];
+    @Controller()
+    class BatchController {
+      @EventPattern(Topic.ChunksEmbedded, BUS_TRANSPORT, { group: 'indexer', batch: true })
+      async handle(@Payload() msgs: BusMessage[]): Promise<(Error | undefined)[]> {
+        batches.push(msgs.map((m) => m.key));
+        return msgs.map((m) => (m.key === 'invalid' ? new NonRetryableError('invalid embedded chunks event') : m.key === 'flaky' && m.attempt < 2 && msgs.length === 1 ? new Error('store hiccup') : undefined));
+      }
+    }
+    app = await appWith([BatchController, DeadLetterController], bus);
+    await connectBusTransport(app);
+    const keys = ['a', 'b', 'invalid', 'c', 'flaky', 'd'];
+    await bus.broker.publish(Topic.ChunksEmbedded, keys.map((key) => ({ key, value: { key } })));
+    await bus.drain(10_000);
+    const handled = batches.flat();
+    for (const k of ['a', 'b', 'c', 'd', 'flaky']) expect(handled.filter((h) => h === k).length, k).toBeGreaterThanOrEqual(1);
+    // Only the invalid message went to the DLQ (once, attempts counted on its own delivery); every other got through.
+    const dead = app.get(DeadLetterController).dead;
+    expect(dead.map((d) => [d.key, d.headers[DLQ_HEADERS.reason], d.headers[DLQ_HEADERS.stage], d.headers[DLQ_HEADERS.attempts]])).toEqual([
+      ['invalid', 'invalid embedded chunks event', 'indexer', '1'],
+    ]);
+    expect(batches.every((b) => new Set(b).size === b.length)).toBe(true);
+    if (_name === 'KafkaBus') expect(Math.max(...batches.map((b) => b.length))).toBeGreaterThan(1);
+    else expect(batches.every((b) => b.length === 1)).toBe(true); // the log bus delivers one at a time
+  });
+
   it('keeps a stage handler’s dependencies injected (controllers are ordinary Nest providers)', async () => {
     @Controller()
     class Injected {

@@ -68,8 +68,12 @@ interface GroupState {
  * semantic above would have to be overridden anyway.
  */
 export class KafkaTransport extends BusServer {
-  /** kafkajs's instrumentation extracted the publisher's context and runs eachMessage in its `process` span. */
-  protected override readonly traceFrom = 'active' as const;
+  /**
+   * From the message headers, as on the log bus: the kafkajs instrumentation's `send` span wrote its traceparent into
+   * them. (Under `eachMessage` the instrumentation also made a per-message `process` span the active context; under
+   * `eachBatch` its per-message spans are not active, so each stage span continues straight from the `send` span.)
+   */
+  protected override readonly traceFrom = 'headers' as const;
   private readonly groups = new Map<string, GroupState>();
   private readonly inflight = new Set<string>();
   private readonly wakers = new Set<() => void>();
