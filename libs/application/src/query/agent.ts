@@ -1,6 +1,6 @@
 import type { Degraded, Filters, ScoredChunk, SearchMode } from '@rag/contracts';
 import {
-  AGENT_ACTION_SCHEMA,
+  agentActionSchema,
   AgentSteps,
   buildAgentPrompt,
   externalDocumentId,
@@ -169,11 +169,11 @@ export class AgentLoop {
     const messages = buildAgentPrompt(question, passages, history, left);
     const timeout = AbortSignal.timeout(this.opts.timeoutMs);
     const s = signal ? AbortSignal.any([signal, timeout]) : timeout;
-    const call = { signal: s, temperature: 0, maxTokens: this.opts.maxTokens ?? 192 };
+    const call = { signal: s, temperature: 0, maxTokens: this.opts.maxTokens ?? 128 };
     try {
       if (this.llm.generateJson) {
         try {
-          const r = await this.llm.generateJson(messages, AGENT_ACTION_SCHEMA, call);
+          const r = await this.llm.generateJson(messages, agentActionSchema(passages.length), call);
           return validateAgentAction(r.value, passages.length);
         } catch (e) {
           // A constrained reply that did not parse (cut at maxTokens) still carries its text: try to repair it.

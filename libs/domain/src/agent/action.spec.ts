@@ -1,4 +1,4 @@
-import { AGENT_ACTION_SCHEMA, actionKey, parseAgentAction, repairJsonObject, validateAgentAction } from './action';
+import { AGENT_ACTION_SCHEMA, actionKey, agentActionSchema, parseAgentAction, repairJsonObject, validateAgentAction } from './action';
 
 describe('parseAgentAction', () => {
   it('parses each tool and answer from strict JSON', () => {
@@ -71,6 +71,11 @@ describe('repairJsonObject', () => {
 describe('AGENT_ACTION_SCHEMA and actionKey', () => {
   it('has one variant per action, every key a bounded string or an integer', () => {
     expect(AGENT_ACTION_SCHEMA.oneOf.map((v) => v.properties.action.const)).toEqual(['dense_search', 'keyword_search', 'filtered_search', 'fetch_document', 'answer']);
+  });
+  it('leaves fetch_document out while there is no passage to fetch', () => {
+    expect(agentActionSchema(0).oneOf).toHaveLength(4);
+    expect(JSON.stringify(agentActionSchema(0))).not.toContain('fetch_document');
+    expect(agentActionSchema(2)).toBe(AGENT_ACTION_SCHEMA);
   });
   it('tells repeated calls apart from new ones (case-insensitive queries)', () => {
     expect(actionKey({ action: 'dense_search', query: 'Swept Wing' })).toBe(actionKey({ action: 'dense_search', query: 'swept wing' }));

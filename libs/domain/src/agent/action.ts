@@ -21,7 +21,9 @@ export type AgentActionName = AgentAction['action'];
 /** Longest search query the agent may send (characters); longer ones are cut at a word boundary. */
 export const AGENT_MAX_QUERY_CHARS = 300;
 
-const query = { type: 'string', minLength: 1, maxLength: AGENT_MAX_QUERY_CHARS } as const;
+/** What the grammar lets a constrained model write for a query: shorter than what a parsed reply may hold. */
+export const AGENT_SCHEMA_QUERY_CHARS = 160;
+const query = { type: 'string', minLength: 1, maxLength: AGENT_SCHEMA_QUERY_CHARS } as const;
 
 /**
  * JSON Schema of one action. Every key of each variant is required (a GBNF grammar cannot leave keys out), string
@@ -39,6 +41,14 @@ export const AGENT_ACTION_SCHEMA = {
     { type: 'object', properties: { action: { const: 'answer' } } },
   ],
 } as const;
+
+/**
+ * The schema for a planning call with `passages` passages found so far: without any, fetch_document (which must
+ * name one) is left out, so a constrained model cannot pick an action that cannot run.
+ */
+export function agentActionSchema(passages: number): { oneOf: readonly object[] } {
+  return passages > 0 ? AGENT_ACTION_SCHEMA : { oneOf: AGENT_ACTION_SCHEMA.oneOf.filter((v) => v.properties.action.const !== 'fetch_document') };
+}
 
 export type ParsedAgentAction = { ok: true; action: AgentAction; repaired: boolean } | { ok: false; error: string };
 
