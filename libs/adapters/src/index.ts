@@ -26,6 +26,7 @@ export * from './notion';
 export * from './sqlite-api-keys';
 export * from './script-routed-embedder';
 export * from './sqlite';
+export * from './gate-calibration';
 export type * from './milvus';
 export type * from './opensearch';
 export type * from './elasticsearch';

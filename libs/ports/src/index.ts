@@ -11,3 +11,4 @@ export * from './store-inspector.port';
 export * from './document-parser.port';
 export * from './coordination.port';
 export * from './grounding.port';
+export * from './gate-calibration-store.port';

@@ -1,13 +1,20 @@
 import type { Degraded, ScoredChunk } from '@rag/contracts';
-import { buildAnswerPrompt, isRefusalAnswer, parseCitations, REFUSAL_MESSAGE, type ExtractiveSource, type LexicalMemoOptions } from '@rag/domain';
+import { buildAnswerPrompt, isRefusalAnswer, parseCitations, REFUSAL_MESSAGE, tenantOfDocumentId, type ExtractiveSource, type LexicalMemoOptions } from '@rag/domain';
 import { inStage, Logger, setSpanAttributes } from '@rag/platform';
 import type { Grounding, Llm } from '@rag/ports';
+import type { GateSettings } from './gate-calibration';
 import { InProcessGrounding } from './in-process-grounding';
 import type { GenerateCall, GenerationResult } from './query-path';
 
 export interface GeneratorOptions {
-  /** Evidence under this threshold → refusal. */
+  /** Evidence under this threshold → refusal (the override RAG_REFUSAL_THRESHOLD, or the fallback when `gate` is absent or has no calibration). */
   refusalThreshold: number;
+  /**
+   * The relevance gate's per-tenant calibration (gate-calibration.ts GateCalibrator): when present, each question is
+   * gated with its tenant's calibrated threshold and idf weights. Absent (RAG_REFUSAL_THRESHOLD set, or no index in
+   * this process): `refusalThreshold` for every question.
+   */
+  gate?: { settingsFor(tenant: string, question: string): Promise<GateSettings> };
   llmTimeoutMs: number;
   /** Sources handed to the answerer. */
   maxSources: number;
@@ -63,8 +70,14 @@ export class GeneratorService implements GenerateCall {
       onDelta?.(REFUSAL_MESSAGE);
       return { answer: REFUSAL_MESSAGE, refused: true, cited_refs: [], degraded: [], evidence };
     };
+    // The gate's settings: the tenant's calibration (the tenant is the one of the retrieved chunks), else the fixed threshold.
+    const settings = this.opts.gate && sources.length ? await this.opts.gate.settingsFor(tenantOfDocumentId(sources[0]!.document_id), question) : undefined;
+    const gateTask = {
+      threshold: settings?.threshold ?? this.opts.refusalThreshold,
+      ...(settings?.termWeights ? { termWeights: settings.termWeights, unseenWeight: settings.unseenWeight } : {}),
+    };
     // Without an LLM the gate and the extractive answer are one task (one round trip to a worker).
-    const first = await this.grounding.run({ mode: this.llm ? 'gate' : 'answer', question, sources: grounded, threshold: this.opts.refusalThreshold });
+    const first = await this.grounding.run({ mode: this.llm ? 'gate' : 'answer', question, sources: grounded, ...gateTask });
     if (first.timedOut) {
       this.log.warn('grounding (relevance gate / extractive answer) ran past RAG_QUERY_WORKER_TIMEOUT_MS; refusing');
       return refusal(0);
@@ -99,7 +112,7 @@ export class GeneratorService implements GenerateCall {
         degraded.push('llm');
       }
     }
-    const ex = this.llm ? await this.grounding.run({ mode: 'extract', question, sources: grounded, threshold: this.opts.refusalThreshold }) : first;
+    const ex = this.llm ? await this.grounding.run({ mode: 'extract', question, sources: grounded, ...gateTask }) : first;
     if (ex.timedOut) {
       this.log.warn('extractive answer ran past RAG_QUERY_WORKER_TIMEOUT_MS; refusing');
       return { ...refusal(gate.evidence), degraded };

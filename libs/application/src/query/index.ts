@@ -8,3 +8,4 @@ export * from './query-rewriter';
 export * from './agent';
 export * from './corrective';
 export * from './in-process-grounding';
+export * from './gate-calibration';

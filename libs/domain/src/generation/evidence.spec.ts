@@ -1,4 +1,4 @@
-import { evidenceScore, shouldRefuse } from './evidence';
+import { evidenceScore, gateEvidence, gateSignals, idfCoverage, scoreGap, shouldRefuse } from './evidence';
 
 const boundaryLayer =
   'the boundary layer in simple shear flow past a flat plate . the boundary-layer equations are presented for steady ' +
@@ -81,5 +81,73 @@ describe('shouldRefuse', () => {
     const e = evidenceScore('flat plate boundary layer', boundaryLayer);
     expect(shouldRefuse('flat plate boundary layer', [{ text: boundaryLayer, score: 1 }], e).refuse).toBe(false);
     expect(shouldRefuse('flat plate boundary layer', [{ text: boundaryLayer, score: 1 }], e + 1e-9).refuse).toBe(true);
+  });
+});
+
+describe('gate signals with per-index term weights (issue 15)', () => {
+  // Weights as calibration.ts would derive them from an aerodynamics index: its own words are common (low idf),
+  // words it never saw are weighed as unseen (high idf).
+  const weights = (q: string, known: Record<string, number>) => {
+    const out: Record<string, number> = {};
+    for (const t of q.toLowerCase().match(/[a-z]+/g) ?? []) out[t] = known[t] ?? 6;
+    return out;
+  };
+  const known = { boundary: 1, layer: 1, flat: 2, plate: 2, supersonic: 2.5, thickness: 2.5, mach: 2, number: 0.5, wing: 1, lift: 2, slipstream: 4 };
+  const top = aeroAbstracts.map((text, i) => ({ text, score: 4 - i }));
+
+  it('idf coverage counts a token when any of the top sources has it (a long question answered by several sources)', () => {
+    const q = 'boundary layer thickness on a flat plate and lift increase of a wing in a slipstream';
+    const w = weights(q, known);
+    const union = idfCoverage(q, aeroAbstracts, w, 6);
+    const single = Math.max(...aeroAbstracts.map((t) => idfCoverage(q, [t], w, 6)));
+    expect(union).toBeGreaterThan(single);
+    expect(union).toBeGreaterThan(0.7);
+  });
+
+  it('an unmatched word the index never saw weighs most: an off-topic question sharing common words scores low', () => {
+    const q = 'what is the boundary of the schengen area';
+    const w = weights(q, known);
+    expect(idfCoverage(q, aeroAbstracts, w, 6)).toBeLessThan(0.3);
+    // the same question under idf-free length weights fares better, which is the fixed gate's weakness
+    const lengthOnly = Object.fromEntries(Object.keys(w).map((t) => [t, Math.max(1, Math.min(8, t.length - 2))]));
+    expect(idfCoverage(q, aeroAbstracts, lengthOnly, 6)).toBeGreaterThan(idfCoverage(q, aeroAbstracts, w, 6));
+  });
+
+  it('an unmatched common word costs little', () => {
+    const q = 'supersonic boundary layer thickness number';
+    const withCommonMiss = idfCoverage(q, [boundaryLayer.replace('number', 'value')], weights(q, known), 6);
+    expect(withCommonMiss).toBeGreaterThan(0.75);
+  });
+
+  it('scoreGap is the relative drop from the top score to the last one', () => {
+    expect(scoreGap([1, 0.5, 0.25])).toBeCloseTo(0.75);
+    expect(scoreGap([0.2, 0.2])).toBe(0);
+    expect(scoreGap([1])).toBe(0);
+    expect(scoreGap([0, 0])).toBe(0);
+  });
+
+  it('gateSignals: idf coverage only with weights and for Latin-script questions; the estimate is it, else coverage', () => {
+    const q = 'boundary layer on a flat plate';
+    const plain = gateSignals(q, top);
+    expect(plain.idf_coverage).toBeUndefined();
+    expect(plain.coverage).toBeCloseTo(Math.max(...aeroAbstracts.map((t) => evidenceScore(q, t))));
+    expect(gateEvidence(plain)).toBe(plain.coverage);
+    const withW = gateSignals(q, top, { termWeights: weights(q, known) });
+    expect(withW.idf_coverage).toBeGreaterThan(0.5);
+    expect(gateEvidence(withW)).toBe(withW.idf_coverage);
+    const zh = gateSignals('尤金袋鼠分布在哪些地区', [{ text: '尤金袋鼠分布在澳大利亚南部地区。', score: 1 }], { termWeights: { 尤金袋鼠: 5 } });
+    expect(zh.idf_coverage).toBeUndefined();
+    expect(gateEvidence(zh)).toBe(zh.coverage);
+  });
+
+  it('shouldRefuse with weights decides on the estimate and reports the signals; without, it is the idf-free gate', () => {
+    const inDomain = 'supersonic boundary layer thickness on a flat plate';
+    const d = shouldRefuse(inDomain, top, 0.5, { termWeights: weights(inDomain, known) });
+    expect(d.refuse).toBe(false);
+    expect(d.signals?.idf_coverage).toBe(d.evidence);
+    const off = 'what is the boundary of the schengen area';
+    expect(shouldRefuse(off, top, 0.5, { termWeights: weights(off, known) }).refuse).toBe(true);
+    expect(shouldRefuse(inDomain, top, 0.5)).toEqual({ refuse: false, evidence: Math.max(...aeroAbstracts.map((t) => evidenceScore(inDomain, t))) });
+    expect(shouldRefuse(inDomain, [], 0.5, { termWeights: weights(inDomain, known) }).refuse).toBe(true);
   });
 });

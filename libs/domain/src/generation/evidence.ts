@@ -1,5 +1,5 @@
 import { containsCjk, isCjkToken, questionBigrams, questionTokens } from './lexical';
-import { gateFeaturesOf, type GateFeatures, type LexicalMemo } from './lexical-memo';
+import { gateFeaturesOf, LexicalMemo, type GateFeatures } from './lexical-memo';
 
 /** Pseudo-count of one unmatched "virtual" question token (in units of the mean token weight): short questions need fuller coverage. */
 const SMOOTHING = 0.5;
@@ -85,18 +85,124 @@ function hasLongPrefixMatch(q: string, textTokens: ReadonlySet<string>, prefixes
 
 export interface RefusalDecision {
   refuse: boolean;
-  /** Best evidence over the sources, in [0, 1]. */
+  /**
+   * The gate's estimate that the answer is in the sources, in [0, 1] (see gateEvidence): with per-index term weights,
+   * the idf-weighted coverage of a Latin-script question by the top sources together; otherwise the best single
+   * source's coverage (evidenceScore).
+   */
   evidence: number;
+  /** The signals the estimate was made from (diagnostics; only what was computed). */
+  signals?: GateSignals;
 }
 
 /**
- * Relevance gate: refuse when even the best of the top sources covers the question too little
- * (`evidence < threshold`), or when there are no sources. Retrieval scores are not used: BM25, cosine
- * and reranker scores are not comparable across modes, while lexical coverage is.
+ * The gate's signals for one question and its top sources. Each means the same on any corpus:
+ * - `coverage`: the best single source's coverage of the question (evidenceScore: length-weighted, idf-free);
+ * - `idf_coverage`: the share of the question's content covered by the top sources together (a token counts when
+ *   any source has it), each token weighted by its idf in this index (`termWeights`, from a sample of the index's
+ *   own chunks, see calibration.ts): a word the index hardly knows weighs most, so a question whose specific words
+ *   are nowhere in the sources scores low whatever the corpus, and a long question whose parts are answered by
+ *   different sources is not penalised for its length. Absent without term weights or for a CJK question;
+ * - `score_gap`: (top score − score at rank k) / top score over the retrieval scores, in [0, 1] (a peaked list
+ *   suggests a real match; diagnostic only: fused RRF and reranker scores differ in scale between modes).
+ * Dense similarity and dense/keyword agreement are not here: the generator receives neither the query vector nor
+ * the two separate lists (see the report of issue 15).
  */
-export function shouldRefuse(question: string, topSources: readonly { text: string; score: number }[], threshold: number, memo?: LexicalMemo): RefusalDecision {
-  let evidence = 0;
+export interface GateSignals {
+  coverage: number;
+  idf_coverage?: number;
+  score_gap?: number;
+}
+
+export interface GateOptions {
+  memo?: LexicalMemo;
+  /**
+   * Weight of each question token (its idf in the index, see calibration.ts questionTermWeights); tokens missing
+   * from the map weigh as an unseen token (`unseenWeight`).
+   */
+  termWeights?: Readonly<Record<string, number>>;
+  unseenWeight?: number;
+}
+
+/** Coverage of the question by the sources together, tokens weighted by `weights` (matching as in evidenceScore). */
+export function idfCoverage(question: string, texts: readonly string[], weights: Readonly<Record<string, number>>, unseenWeight: number, memo?: LexicalMemo): number {
   const q = questionFeaturesOf(question);
-  for (const s of topSources) evidence = Math.max(evidence, scoreWith(q, memo ? memo.gate(s.text) : gateFeaturesOf(s.text)));
-  return { refuse: topSources.length === 0 || evidence < threshold, evidence };
+  return idfCoverageWith(q, texts.map((t) => (memo ? memo.gate(t) : gateFeaturesOf(t))), weights, unseenWeight);
+}
+
+function idfCoverageWith(q: QuestionFeatures, texts: readonly GateFeatures[], weights: Readonly<Record<string, number>>, unseenWeight: number): number {
+  if (q.tokens.length === 0 || texts.length === 0) return 0;
+  let matched = 0;
+  let total = 0;
+  for (const t of q.tokens) {
+    const w = weights[t] ?? unseenWeight;
+    total += w;
+    let best = 0;
+    for (const f of texts) {
+      if (isCjkToken(t) ? f.norm.includes(t) : f.tokens.has(t)) {
+        best = 1;
+        break;
+      }
+      if (best === 0 && !isCjkToken(t) && t.length >= 6 && hasLongPrefixMatch(t, f.tokens, f.prefixes)) best = 0.5;
+    }
+    matched += w * best;
+  }
+  if (total <= 0) return 0;
+  return matched / (total + (SMOOTHING * total) / q.tokens.length);
+}
+
+/** (top − k-th) / top over positive retrieval scores; 0 for fewer than two sources or a non-positive top score. */
+export function scoreGap(scores: readonly number[]): number {
+  if (scores.length < 2) return 0;
+  const top = Math.max(...scores);
+  if (!(top > 0)) return 0;
+  const last = Math.min(...scores);
+  return Math.max(0, Math.min(1, (top - last) / top));
+}
+
+/** The gate's signals (see GateSignals). */
+export function gateSignals(question: string, topSources: readonly { text: string; score: number }[], opts: GateOptions = {}): GateSignals {
+  const q = questionFeaturesOf(question);
+  const feats = topSources.map((s) => (opts.memo ? opts.memo.gate(s.text) : gateFeaturesOf(s.text)));
+  let coverage = 0;
+  for (const f of feats) coverage = Math.max(coverage, scoreWith(q, f));
+  const signals: GateSignals = { coverage, score_gap: scoreGap(topSources.map((s) => s.score)) };
+  if (opts.termWeights && !q.cjk) signals.idf_coverage = idfCoverageWith(q, feats, opts.termWeights, opts.unseenWeight ?? maxWeight(opts.termWeights));
+  return signals;
+}
+
+/** The estimate the gate compares with its threshold: `idf_coverage` when there is one, else `coverage`. */
+export function gateEvidence(signals: GateSignals): number {
+  return signals.idf_coverage ?? signals.coverage;
+}
+
+function maxWeight(weights: Readonly<Record<string, number>>): number {
+  let m = 0;
+  for (const v of Object.values(weights)) m = Math.max(m, v);
+  return m || 1;
+}
+
+/**
+ * Relevance gate: refuse when the evidence that the answer is in the top sources (gateEvidence) is under the
+ * threshold, or when there are no sources. Retrieval scores do not decide: BM25, cosine and reranker scores are not
+ * comparable across modes, while coverage is. The threshold is the index's calibrated one (calibration.ts) or the
+ * RAG_REFUSAL_THRESHOLD override.
+ */
+export function shouldRefuse(
+  question: string,
+  topSources: readonly { text: string; score: number }[],
+  threshold: number,
+  memoOrOpts?: LexicalMemo | GateOptions,
+): RefusalDecision {
+  const opts: GateOptions = memoOrOpts instanceof LexicalMemo ? { memo: memoOrOpts } : (memoOrOpts ?? {});
+  if (!opts.termWeights) {
+    // The idf-free gate as before (one signal); kept byte-for-byte so results without calibration do not move.
+    let evidence = 0;
+    const q = questionFeaturesOf(question);
+    for (const s of topSources) evidence = Math.max(evidence, scoreWith(q, opts.memo ? opts.memo.gate(s.text) : gateFeaturesOf(s.text)));
+    return { refuse: topSources.length === 0 || evidence < threshold, evidence };
+  }
+  const signals = gateSignals(question, topSources, opts);
+  const evidence = gateEvidence(signals);
+  return { refuse: topSources.length === 0 || evidence < threshold, evidence, signals };
 }

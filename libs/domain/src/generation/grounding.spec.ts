@@ -44,3 +44,17 @@ describe('groundingTaskProblem', () => {
     expect(groundingTaskProblem({ ...task('q', 'gate'), sources: [{ ref: 1, text: 'a', score: 1, title: 7 }] })).toMatch(/sources\[0\]\.title must be a string/);
   });
 });
+
+describe('runGrounding with per-index term weights', () => {
+  it('passes the weights to the gate, and groundingTaskProblem checks them', () => {
+    const q = 'what does the wing root carry';
+    const termWeights = { wing: 1, root: 2, carry: 3 };
+    const r = runGrounding({ ...task(q, 'gate'), termWeights, unseenWeight: 6 });
+    expect(r.gate).toEqual(shouldRefuse(q, sources.map((s) => ({ text: s.text, score: s.score })), 0.45, { termWeights, unseenWeight: 6 }));
+    expect(r.gate?.signals?.idf_coverage).toBeDefined();
+    expect(groundingTaskProblem({ ...task(q, 'gate'), termWeights })).toBeNull();
+    expect(groundingTaskProblem({ ...task(q, 'gate'), termWeights: [] })).toMatch(/termWeights/);
+    expect(groundingTaskProblem({ ...task(q, 'gate'), termWeights: { wing: -1 } })).toMatch(/termWeights\["wing"\]/);
+    expect(groundingTaskProblem({ ...task(q, 'gate'), unseenWeight: Number.NaN })).toMatch(/unseenWeight/);
+  });
+});

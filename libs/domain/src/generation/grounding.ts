@@ -19,6 +19,12 @@ export interface GroundingTask {
   sources: ExtractiveSource[];
   /** Evidence under this → refuse (modes `gate` and `answer`). */
   threshold: number;
+  /**
+   * The index's idf of each question token (calibration.ts questionTermWeights) and of an unseen token: with them
+   * the gate scores a Latin-script question on its idf coverage (evidence.ts gateSignals). Absent: the idf-free gate.
+   */
+  termWeights?: Record<string, number>;
+  unseenWeight?: number;
 }
 
 export interface GroundingResult {
@@ -49,19 +55,26 @@ export function groundingTaskProblem(task: unknown): string | null {
     if (typeof src['score'] !== 'number' || Number.isNaN(src['score'])) return `sources[${i}].score must be a number`;
     if (src['title'] !== undefined && typeof src['title'] !== 'string') return `sources[${i}].title must be a string when present`;
   }
+  const weights = t['termWeights'];
+  if (weights !== undefined) {
+    if (typeof weights !== 'object' || weights === null || Array.isArray(weights)) return 'termWeights must be an object when present';
+    for (const [k, v] of Object.entries(weights)) if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) return `termWeights[${JSON.stringify(k)}] must be a finite number >= 0`;
+  }
+  const unseen = t['unseenWeight'];
+  if (unseen !== undefined && (typeof unseen !== 'number' || !Number.isFinite(unseen) || unseen < 0)) return 'unseenWeight must be a finite number >= 0 when present';
   return null;
 }
 
 /** Runs a grounding task (see GroundingMode); with a `memo`, text analysis seen before is reused (same result). */
 export function runGrounding(task: GroundingTask, memo?: LexicalMemo): GroundingResult {
-  const { question, sources, threshold, mode } = task;
+  const { question, sources, threshold, mode, termWeights, unseenWeight } = task;
   const out: GroundingResult = {};
   if (mode !== 'extract') {
     out.gate = shouldRefuse(
       question,
       sources.map((s) => ({ text: s.text, score: s.score })),
       threshold,
-      memo,
+      termWeights ? { memo, termWeights, ...(unseenWeight !== undefined ? { unseenWeight } : {}) } : memo,
     );
     if (mode === 'gate' || out.gate.refuse) return out;
   }

@@ -3,8 +3,25 @@ export type { PromptMessage, PromptSource } from './prompt';
 export { parseCitations } from './citations';
 export { extractiveAnswer } from './extractive';
 export type { ExtractiveAnswer, ExtractiveOptions, ExtractiveSource } from './extractive';
-export { evidenceScore, shouldRefuse } from './evidence';
-export type { RefusalDecision } from './evidence';
+export { evidenceScore, gateEvidence, gateSignals, idfCoverage, scoreGap, shouldRefuse } from './evidence';
+export type { GateOptions, GateSignals, RefusalDecision } from './evidence';
+export {
+  DEFAULT_CALIBRATION,
+  calibratedThreshold,
+  calibrationStale,
+  gateScriptOf,
+  idf,
+  pseudoQuery,
+  quantile,
+  questionTermWeights,
+  seededRandom,
+  tenantOfDocumentId,
+  termDf,
+  termStatsOf,
+  unseenIdf,
+} from './calibration';
+export type { CalibrationOptions, GateCalibration, GateScript, TermStats } from './calibration';
+export { GATE_PROBES } from './calibration-probes';
 export { LexicalMemo } from './lexical-memo';
 export type { LexicalMemoOptions, LexicalMemoStats } from './lexical-memo';
 export { groundingTaskProblem, runGrounding } from './grounding';

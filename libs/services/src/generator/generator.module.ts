@@ -1,9 +1,52 @@
+import { join } from 'node:path';
 import { Inject, Module, type OnApplicationShutdown } from '@nestjs/common';
-import { createWorkerGrounding } from '@rag/adapters';
-import { GeneratorService, InProcessGrounding } from '@rag/application';
+import { ModuleRef } from '@nestjs/core';
+import { createWorkerGrounding, FileGateCalibrationStore } from '@rag/adapters';
+import { GateCalibrator, GeneratorService, InProcessGrounding, registryCalibrationSample, type GeneratorOptions, type QueryEmbeddingCall, type RetrieveCall } from '@rag/application';
+import { normalizeQuery } from '@rag/domain';
 import type { AppConfig } from '@rag/platform';
-import { GROUNDING, LLM, type Grounding, type Llm } from '@rag/ports';
-import { CONFIG, GENERATE_CALL } from '../core/tokens';
+import { GROUNDING, KEYWORD_INDEX, LLM, REGISTRY, type Grounding, type KeywordIndex, type Llm, type Registry } from '@rag/ports';
+import { CONFIG, GENERATE_CALL, QUERY_EMBEDDING, RETRIEVE_CALL } from '../core/tokens';
+
+/**
+ * The relevance gate's per-tenant calibration (issue 15), when RAG_GATE_CALIBRATION=auto and this process also holds
+ * the index and the retriever (embedded mode): resolved on the first question, since the providers live in sibling
+ * modules. A process without them (the distributed generator) gates with RAG_REFUSAL_THRESHOLD; calibrations are kept
+ * as JSON files under RAG_DATA_DIR/gate/. Not built: a shared PostgreSQL store for the distributed services.
+ */
+function calibratedGate(moduleRef: ModuleRef, c: AppConfig): GeneratorOptions['gate'] {
+  if (c.RAG_GATE_CALIBRATION !== 'auto') return undefined;
+  let calibrator: GateCalibrator | null | undefined;
+  const resolve = (): GateCalibrator | null => {
+    if (calibrator !== undefined) return calibrator;
+    try {
+      const registry = moduleRef.get<Registry>(REGISTRY, { strict: false });
+      const keywords = moduleRef.get<KeywordIndex>(KEYWORD_INDEX, { strict: false });
+      const embedding = moduleRef.get<QueryEmbeddingCall>(QUERY_EMBEDDING, { strict: false });
+      const retriever = moduleRef.get<RetrieveCall>(RETRIEVE_CALL, { strict: false });
+      calibrator = new GateCalibrator(
+        {
+          ...registryCalibrationSample(registry, keywords),
+          // The query path's retrieval (hybrid, RAG_TOP_K sources, unrestricted within the tenant), as the gate sees it.
+          retrieve: async (tenant, question) => {
+            const query = normalizeQuery(question);
+            const vector = await embedding.embedQuery(query);
+            const r = await retriever.retrieve({ query, vector, top_k: c.RAG_TOP_K, candidates: c.RAG_CANDIDATES, mode: 'hybrid', scope: { tenant } });
+            return r.results.map((x) => ({ text: x.parent_text ?? x.text, score: x.score }));
+          },
+        },
+        new FileGateCalibrationStore(join(c.dataDir, 'gate')),
+        { fallbackThreshold: c.RAG_REFUSAL_THRESHOLD },
+      );
+    } catch {
+      calibrator = null;
+    }
+    return calibrator;
+  };
+  return {
+    settingsFor: (tenant, question) => resolve()?.settingsFor(tenant, question) ?? Promise.resolve({ threshold: c.RAG_REFUSAL_THRESHOLD, calibrated: false }),
+  };
+}
 
 /** generator: relevance gate, then the LLM (streamed) or the extractive answerer, citing [n]. */
 @Module({
@@ -20,7 +63,7 @@ import { CONFIG, GENERATE_CALL } from '../core/tokens';
     },
     {
       provide: GENERATE_CALL,
-      useFactory: (llm: Llm | null, c: AppConfig, grounding: Grounding) =>
+      useFactory: (llm: Llm | null, c: AppConfig, grounding: Grounding, moduleRef: ModuleRef) =>
         new GeneratorService(
           llm,
           {
@@ -28,10 +71,11 @@ import { CONFIG, GENERATE_CALL } from '../core/tokens';
             llmTimeoutMs: c.RAG_LLM_TIMEOUT_MS,
             maxSources: c.RAG_TOP_K,
             lexicalMemo: { maxEntries: c.RAG_GENERATOR_MEMO_ENTRIES, maxChars: c.RAG_GENERATOR_MEMO_CHARS },
+            gate: calibratedGate(moduleRef, c),
           },
           grounding,
         ),
-      inject: [LLM, CONFIG, GROUNDING],
+      inject: [LLM, CONFIG, GROUNDING, ModuleRef],
     },
   ],
   exports: [GENERATE_CALL],

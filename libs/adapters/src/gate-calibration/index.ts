@@ -1,0 +1,1 @@
+export * from './file-gate-calibration.store';

@@ -1,0 +1,189 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { evidenceScore, GATE_PROBES, LexicalMemo, type GateCalibration } from '@rag/domain';
+import type { GateCalibrationStore } from '@rag/ports';
+import { GateCalibrator, type CalibrationIndex } from './gate-calibration';
+
+/** A store in memory (the file store has its own spec in libs/adapters). */
+class MemoryStore implements GateCalibrationStore {
+  readonly puts: GateCalibration[] = [];
+  private readonly byTenant = new Map<string, GateCalibration>();
+  async get(tenant: string) {
+    return this.byTenant.get(tenant) ?? null;
+  }
+  async put(c: GateCalibration) {
+    this.puts.push(c);
+    this.byTenant.set(c.tenant, c);
+  }
+}
+
+/**
+ * A tenant index over a list of texts: sampling draws texts with the given random function; retrieval ranks them
+ * by lexical coverage (a stand-in for the query path's hybrid retrieval at the port boundary, enough to exercise
+ * the calibration's logic; the real path is measured by `rag eval`).
+ */
+function textIndex(texts: string[], counters = { retrieve: 0, sample: 0 }): CalibrationIndex & { texts: string[]; counters: typeof counters } {
+  const memo = new LexicalMemo({ maxEntries: 10_000, maxChars: 50_000_000 });
+  return {
+    texts,
+    counters,
+    async size() {
+      return texts.length;
+    },
+    async sample(_tenant, n, random) {
+      counters.sample++;
+      return Array.from({ length: Math.min(n, texts.length) }, () => texts[Math.floor(random() * texts.length)]!);
+    },
+    async retrieve(_tenant, question) {
+      counters.retrieve++;
+      return texts
+        .map((text) => ({ text, score: evidenceScore(question, text, memo) }))
+        .sort((a, b) => b.score - a.score)
+        .slice(0, 5);
+    },
+  };
+}
+
+const cranfieldDir = join(__dirname, '..', '..', '..', '..', '..', 'shared', 'eval', 'cranfield');
+const readCorpus = (dir: string, n: number) =>
+  readFileSync(join(dir, 'corpus.jsonl'), 'utf8')
+    .split('\n')
+    .filter((l) => l.trim())
+    .slice(0, n)
+    .map((l) => {
+      const d = JSON.parse(l) as { title?: string; text: string };
+      return `${d.title ?? ''}\n${d.text}`;
+    });
+
+const aero = [
+  'The boundary layer on a flat plate at supersonic speeds: the laminar boundary layer thickness grows with the Mach number.',
+  'Heat transfer to a hemisphere cylinder at Mach 6 in a hypersonic wind tunnel; stagnation point heating rates compared with theory.',
+  'Flutter of swept wings: aeroelastic models of heated aircraft must obey similarity laws in the wind tunnel.',
+  'Lift increase of a wing in a propeller slipstream measured at different angles of attack.',
+  'Shock wave boundary layer interaction on a compression corner at hypersonic Mach numbers.',
+  'Pressure distribution on a slender cone in supersonic flow compared with linearised theory.',
+];
+
+describe('GateCalibrator', () => {
+  const opts = { fallbackThreshold: 0.45, sampleSize: 50, pseudoQueries: 20 };
+
+  it('calibrates a tenant on its first question, stores it, and gates Latin-script questions with idf weights', async () => {
+    const store = new MemoryStore();
+    const index = textIndex(aero);
+    const cal = new GateCalibrator(index, store, opts);
+    const s = await cal.settingsFor('acme', 'boundary layer thickness at supersonic speeds');
+    expect(s.calibrated).toBe(true);
+    expect(store.puts).toHaveLength(1);
+    const stored = store.puts[0]!;
+    expect(stored.tenant).toBe('acme');
+    expect(stored.chunks).toBe(aero.length);
+    expect(stored.probes.latin.n + stored.probes.cjk.n).toBe(GATE_PROBES.length);
+    expect(stored.pseudo.latin.n).toBeGreaterThan(0);
+    expect(s.threshold).toBe(stored.thresholds.latin);
+    expect(s.threshold).toBeGreaterThanOrEqual(0.3);
+    expect(s.threshold).toBeLessThanOrEqual(0.6);
+    expect(Object.keys(s.termWeights ?? {})).toEqual(expect.arrayContaining(['boundary', 'layer', 'supersonic']));
+    expect(s.termWeights!['supersonic']).toBeGreaterThan(0);
+    // The second question is served from memory: no new retrievals.
+    const retrievals = index.counters.retrieve;
+    const zh = await cal.settingsFor('acme', '边界层的厚度是多少');
+    expect(zh.threshold).toBe(stored.thresholds.cjk);
+    expect(index.counters.retrieve).toBe(retrievals);
+  });
+
+  it('reads a stored calibration instead of calibrating again (a restart)', async () => {
+    const store = new MemoryStore();
+    await new GateCalibrator(textIndex(aero), store, opts).settingsFor('acme', 'flutter of swept wings');
+    const index = textIndex(aero);
+    const again = new GateCalibrator(index, store, opts);
+    const s = await again.settingsFor('acme', 'flutter of swept wings');
+    expect(s.calibrated).toBe(true);
+    expect(index.counters.retrieve).toBe(0);
+    expect(store.puts).toHaveLength(1);
+  });
+
+  it('recalibrates in the background once the index grew by the growth factor, serving the old calibration meanwhile', async () => {
+    let now = 0;
+    const store = new MemoryStore();
+    const texts = aero.slice(0, 5);
+    const index = textIndex(texts);
+    const cal = new GateCalibrator(index, store, { ...opts, now: () => now, checkIntervalMs: 1000 });
+    await cal.settingsFor('t', 'flutter');
+    expect(store.puts).toHaveLength(1);
+    // Within the check interval nothing is checked; after it, an unchanged index is not recalibrated.
+    now = 500;
+    texts.push('Transition of the boundary layer on a cone.', 'Hypersonic flow over a blunt body.');
+    await cal.settingsFor('t', 'flutter');
+    await cal.settled('t');
+    expect(store.puts).toHaveLength(1);
+    texts.splice(5);
+    now = 1500;
+    await cal.settingsFor('t', 'flutter');
+    await cal.settled('t');
+    expect(store.puts).toHaveLength(1);
+    // Grown by 40 %: the old calibration answers while the new one is made in the background.
+    texts.push('Transition of the boundary layer on a cone.', 'Hypersonic flow over a blunt body.');
+    now = 3000;
+    const served = await cal.settingsFor('t', 'flutter');
+    expect(served.threshold).toBe(store.puts[0]!.thresholds.latin);
+    await cal.settled('t');
+    expect(store.puts).toHaveLength(2);
+    expect(store.puts[1]!.chunks).toBe(texts.length);
+  });
+
+  it('does not calibrate an empty index (fallback threshold), and calibrates once it has content', async () => {
+    let now = 0;
+    const texts: string[] = [];
+    const store = new MemoryStore();
+    const cal = new GateCalibrator(textIndex(texts), store, { ...opts, now: () => now, checkIntervalMs: 10 });
+    expect(await cal.settingsFor('t', 'anything at all')).toEqual({ threshold: 0.45, calibrated: false });
+    texts.push(...aero);
+    now = 100;
+    const s = await cal.settingsFor('t', 'flutter of swept wings');
+    expect(s.calibrated).toBe(true);
+    expect(store.puts).toHaveLength(1);
+  });
+
+  it('falls back to the fixed threshold when the index cannot be read, and shares one calibration between concurrent first questions', async () => {
+    const broken: CalibrationIndex = {
+      size: async () => {
+        throw new Error('index down');
+      },
+      sample: async () => [],
+      retrieve: async () => [],
+    };
+    expect(await new GateCalibrator(broken, new MemoryStore(), opts).settingsFor('t', 'q')).toEqual({ threshold: 0.45, calibrated: false });
+    const store = new MemoryStore();
+    const index = textIndex(aero);
+    const cal = new GateCalibrator(index, store, opts);
+    await Promise.all([cal.settingsFor('t', 'flutter'), cal.settingsFor('t', 'lift'), cal.settingsFor('t', 'heat transfer')]);
+    expect(store.puts).toHaveLength(1);
+    expect(index.counters.sample).toBe(1);
+  });
+
+  it.runIf(existsSync(cranfieldDir))('on real Cranfield abstracts: probes mostly under the threshold, the index’s own questions over it', async () => {
+    const texts = readCorpus(cranfieldDir, 150);
+    const cal = new GateCalibrator(textIndex(texts), new MemoryStore(), { fallbackThreshold: 0.45, sampleSize: 100, pseudoQueries: 30 });
+    const c = (await cal.current('default'))!;
+    expect(c.probes.latin.q50).toBeLessThan(c.thresholds.latin);
+    expect(c.pseudo.latin.q50).toBeGreaterThan(c.thresholds.latin);
+    // no Chinese text in the index: Chinese probes find nothing, the CJK threshold is the floor
+    expect(c.probes.cjk.q95).toBe(0);
+    expect(c.thresholds.cjk).toBe(0.3);
+  });
+});
+
+describe('GATE_PROBES and the out-of-domain measurement sets', () => {
+  it('share no question (the probes calibrate; the sets measure)', () => {
+    const dir = join(__dirname, '..', '..', '..', '..', 'test', 'fixtures', 'ood');
+    const norm = (s: string) => s.toLowerCase().replace(/[^\p{L}\p{N}]+/gu, '');
+    const probes = new Set(GATE_PROBES.map(norm));
+    for (const f of ['cranfield.jsonl', 'cmrc2018-trial.jsonl', 'cisi.jsonl']) {
+      if (!existsSync(join(dir, f))) continue;
+      for (const line of readFileSync(join(dir, f), 'utf8').split('\n').filter((l) => l.trim())) {
+        const q = JSON.parse(line) as { text: string };
+        expect(probes.has(norm(q.text)), `${f}: ${q.text}`).toBe(false);
+      }
+    }
+  });
+});

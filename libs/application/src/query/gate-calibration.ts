@@ -1,0 +1,254 @@
+import { chunkId } from '@rag/contracts';
+import {
+  calibratedThreshold,
+  calibrationStale,
+  DEFAULT_CALIBRATION,
+  GATE_PROBES,
+  gateScriptOf,
+  pseudoQuery,
+  quantile,
+  questionTermWeights,
+  seededRandom,
+  shouldRefuse,
+  termStatsOf,
+  unseenIdf,
+  type CalibrationOptions,
+  type GateCalibration,
+  type GateScript,
+} from '@rag/domain';
+import { Logger } from '@rag/platform';
+import type { GateCalibrationStore, KeywordIndex, Registry } from '@rag/ports';
+
+/** What the calibration reads of a tenant's index. */
+export interface CalibrationIndex {
+  /** Size of the tenant's index (documents visible to queries): a calibration is redone when it grew or shrank by `growth`. */
+  size(tenant: string): Promise<number>;
+  /** Up to `n` chunk texts drawn at random from the tenant's index (bounded cost: a sample, never a scan). */
+  sample(tenant: string, n: number, random: () => number): Promise<string[]>;
+  /** The sources the query path would hand the generator for `question` in the tenant's index (text = what the gate reads). */
+  retrieve(tenant: string, question: string): Promise<{ text: string; score: number }[]>;
+}
+
+/** How the gate is to judge one question: the threshold and, when the tenant is calibrated, the idf weights. */
+export interface GateSettings {
+  threshold: number;
+  termWeights?: Record<string, number>;
+  unseenWeight?: number;
+  /** Whether the threshold is the tenant's calibrated one (false: the default or an override). */
+  calibrated: boolean;
+}
+
+export interface GateCalibratorOptions {
+  /** Threshold before a tenant is calibrated, and for a script without enough probes (0.45, the former fixed gate). */
+  fallbackThreshold: number;
+  /** Chunks sampled for the term statistics and the pseudo-queries (default 300). */
+  sampleSize?: number;
+  /** Pseudo-queries drawn from the sample (default 60). */
+  pseudoQueries?: number;
+  /** Relative change of the index size that makes a calibration stale (default 0.2). */
+  growth?: number;
+  /** Least time between two size checks of one tenant (default 60 s). */
+  checkIntervalMs?: number;
+  /** Threshold rule (domain DEFAULT_CALIBRATION). */
+  rule?: CalibrationOptions;
+  /** Probe questions (domain GATE_PROBES). */
+  probes?: readonly string[];
+  /** Seed of the sampling (default 1; a calibration is reproducible for an unchanged index). */
+  seed?: number;
+  now?: () => number;
+}
+
+interface Entry {
+  cal: GateCalibration | null;
+  checkedAt: number;
+  refreshing?: Promise<void>;
+}
+
+/**
+ * The relevance gate's per-tenant calibration job (issue 15 item 1): samples the tenant's own chunks for term
+ * statistics and pseudo-queries, asks the off-topic probes through retrieval and the gate, and stores the resulting
+ * thresholds (one per script) with the statistics (GateCalibrationStore). The first question of a tenant without a
+ * stored calibration waits for it (a few hundred retrievals, bounded); later, when the index has grown or shrunk by
+ * `growth`, a recalibration runs in the background while the old calibration keeps serving. An empty index is not
+ * calibrated (the fallback threshold applies); a failed calibration is logged and the fallback applies until the
+ * next check.
+ */
+export class GateCalibrator {
+  private readonly log = new Logger('gate-calibration');
+  private readonly entries = new Map<string, Entry>();
+  private readonly inflight = new Map<string, Promise<GateCalibration | null>>();
+  private readonly opts: Required<Omit<GateCalibratorOptions, 'rule' | 'probes'>> & { rule: CalibrationOptions; probes: readonly string[] };
+
+  constructor(
+    private readonly index: CalibrationIndex,
+    private readonly store: GateCalibrationStore,
+    opts: GateCalibratorOptions,
+  ) {
+    this.opts = {
+      sampleSize: 300,
+      pseudoQueries: 60,
+      growth: 0.2,
+      checkIntervalMs: 60_000,
+      seed: 1,
+      now: () => Date.now(),
+      ...opts,
+      rule: opts.rule ?? DEFAULT_CALIBRATION,
+      probes: opts.probes ?? GATE_PROBES,
+    };
+  }
+
+  /** The gate settings for a question asked in `tenant`'s index. Never throws (falls back to the fixed threshold). */
+  async settingsFor(tenant: string, question: string): Promise<GateSettings> {
+    let cal: GateCalibration | null = null;
+    try {
+      cal = await this.current(tenant);
+    } catch (e) {
+      this.log.warn('gate calibration unavailable; using the fallback threshold', { tenant, error: String(e) });
+    }
+    if (!cal) return { threshold: this.opts.fallbackThreshold, calibrated: false };
+    return {
+      threshold: cal.thresholds[gateScriptOf(question)],
+      termWeights: questionTermWeights(question, cal.stats),
+      unseenWeight: unseenIdf(cal.stats),
+      calibrated: true,
+    };
+  }
+
+  /** The tenant's calibration: from memory, else the store, else calibrated now; refreshed in the background when stale. */
+  async current(tenant: string): Promise<GateCalibration | null> {
+    const now = this.opts.now();
+    let entry = this.entries.get(tenant);
+    if (!entry) {
+      const stored = await this.store.get(tenant);
+      entry = { cal: stored, checkedAt: stored ? 0 : now };
+      this.entries.set(tenant, entry);
+      if (!stored) {
+        entry.cal = await this.calibrateOnce(tenant);
+        entry.checkedAt = this.opts.now();
+        return entry.cal;
+      }
+    }
+    if (now - entry.checkedAt >= this.opts.checkIntervalMs && !entry.refreshing) {
+      entry.checkedAt = now;
+      const e = entry;
+      e.refreshing = this.refreshIfStale(tenant, e).finally(() => (e.refreshing = undefined));
+      // A tenant that has no calibration yet (an empty index earlier) waits; one with a calibration keeps serving it.
+      if (!e.cal) await e.refreshing;
+    }
+    return entry.cal;
+  }
+
+  /** Waits for a background refresh of `tenant`, if one runs (tests, shutdown). */
+  async settled(tenant: string): Promise<void> {
+    await this.entries.get(tenant)?.refreshing;
+  }
+
+  private async refreshIfStale(tenant: string, entry: Entry): Promise<void> {
+    try {
+      const size = await this.index.size(tenant);
+      if (entry.cal && !calibrationStale(entry.cal, size, this.opts.growth)) return;
+      if (!entry.cal && size === 0) return;
+      const cal = await this.calibrateOnce(tenant);
+      if (cal) entry.cal = cal;
+    } catch (e) {
+      this.log.warn('gate recalibration failed; keeping the previous calibration', { tenant, error: String(e) });
+    }
+  }
+
+  /** One calibration per tenant at a time (concurrent first questions share it). */
+  private calibrateOnce(tenant: string): Promise<GateCalibration | null> {
+    let p = this.inflight.get(tenant);
+    if (!p) {
+      p = this.calibrate(tenant).finally(() => this.inflight.delete(tenant));
+      this.inflight.set(tenant, p);
+    }
+    return p;
+  }
+
+  /** Calibrates `tenant` now and stores the result; null (nothing stored) for an empty index. */
+  async calibrate(tenant: string): Promise<GateCalibration | null> {
+    const started = this.opts.now();
+    const size = await this.index.size(tenant);
+    if (size === 0) return null;
+    const random = seededRandom(this.opts.seed);
+    const texts = await this.index.sample(tenant, this.opts.sampleSize, random);
+    if (texts.length === 0) return null;
+    const stats = termStatsOf(texts);
+    const unseenWeight = unseenIdf(stats);
+    const evidenceOf = async (question: string): Promise<number> => {
+      const sources = await this.index.retrieve(tenant, question);
+      return shouldRefuse(question, sources, 0, { termWeights: questionTermWeights(question, stats), unseenWeight }).evidence;
+    };
+    const byScript = (): Record<GateScript, number[]> => ({ latin: [], cjk: [] });
+    const probes = byScript();
+    for (const q of this.opts.probes) probes[gateScriptOf(q)].push(await evidenceOf(q));
+    const pseudo = byScript();
+    for (let i = 0; i < this.opts.pseudoQueries; i++) {
+      const q = pseudoQuery(texts[Math.floor(random() * texts.length)]!, random);
+      if (q) pseudo[gateScriptOf(q)].push(await evidenceOf(q));
+    }
+    const fallback = this.opts.fallbackThreshold;
+    const r4 = (x: number) => (Number.isFinite(x) ? Math.round(x * 10000) / 10000 : 0);
+    const summary = (v: number[], a: number, b: number) => ({ n: v.length, a: r4(quantile(v, a)), b: r4(quantile(v, b)) });
+    const probeSummary = (v: number[]) => {
+      const s = summary(v, 0.5, 0.95);
+      return { n: s.n, q50: s.a, q95: s.b };
+    };
+    const pseudoSummary = (v: number[]) => {
+      const s = summary(v, 0.1, 0.5);
+      return { n: s.n, q10: s.a, q50: s.b };
+    };
+    const cal: GateCalibration = {
+      version: 1,
+      tenant,
+      chunks: size,
+      sampled: texts.length,
+      thresholds: {
+        latin: calibratedThreshold(probes.latin, pseudo.latin, fallback, this.opts.rule),
+        cjk: calibratedThreshold(probes.cjk, pseudo.cjk, fallback, this.opts.rule),
+      },
+      probes: { latin: probeSummary(probes.latin), cjk: probeSummary(probes.cjk) },
+      pseudo: { latin: pseudoSummary(pseudo.latin), cjk: pseudoSummary(pseudo.cjk) },
+      stats,
+      calibrated_at: new Date(this.opts.now()).toISOString(),
+    };
+    await this.store.put(cal);
+    this.log.info('relevance gate calibrated', {
+      tenant,
+      size,
+      sampled: texts.length,
+      thresholds: cal.thresholds,
+      ms: this.opts.now() - started,
+    });
+    return cal;
+  }
+}
+
+/**
+ * The sample and the size of a tenant's index read through the registry (documents visible to queries) and the
+ * keyword index (chunk texts by id): a few random windows of the registry's listing, one random chunk per document.
+ */
+export function registryCalibrationSample(registry: Registry, keywords: KeywordIndex): Pick<CalibrationIndex, 'size' | 'sample'> {
+  const size = async (tenant: string) => (await registry.countByStatus(tenant)).indexed ?? 0;
+  return {
+    size,
+    async sample(tenant, n, random) {
+      const total = await size(tenant);
+      if (total === 0 || n <= 0) return [];
+      const window = 10;
+      const ids = new Set<string>();
+      const offsets = new Set<number>();
+      const windows = Math.ceil(Math.min(n, total) / window);
+      for (let i = 0; i < windows * 3 && offsets.size < windows; i++) offsets.add(Math.floor(random() * Math.max(1, total - window + 1)));
+      for (const offset of offsets) {
+        const docs = await registry.list({ tenant, status: 'indexed', limit: window, offset });
+        for (const d of docs) {
+          if (d.active_version <= 0 || d.chunks <= 0) continue;
+          ids.add(chunkId(d.document_id, d.active_version, Math.floor(random() * d.chunks)));
+        }
+      }
+      const chunks = ids.size ? await keywords.getChunks([...ids].slice(0, n)) : [];
+      return chunks.filter((c) => c.tenant === tenant).map((c) => (c.title && !c.text.startsWith(c.title) ? `${c.title}\n${c.text}` : c.text));
+    },
+  };
+}
