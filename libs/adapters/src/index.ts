@@ -25,6 +25,7 @@ export * from './confluence';
 export * from './notion';
 export * from './sqlite-api-keys';
 export * from './script-routed-embedder';
+export * from './cross-lingual-embedder';
 export * from './sqlite';
 export * from './gate-calibration';
 export type * from './milvus';

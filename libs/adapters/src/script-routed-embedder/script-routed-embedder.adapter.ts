@@ -1,4 +1,4 @@
-import { scriptWeights } from '@rag/domain';
+import { passageScriptWeights, scriptWeights } from '@rag/domain';
 import type { EmbedInputType, Embedder } from '@rag/ports';
 
 /**
@@ -70,10 +70,7 @@ export class ScriptRoutedEmbedder implements Embedder {
 
   /** The script weights a passage is embedded with (`script` mode): minor shares below minShare dropped. */
   private passageWeights(text: string): { cjk: number; other: number } {
-    const w = scriptWeights(text);
-    if (w.cjk < this.minShare) return { cjk: 0, other: 1 };
-    if (w.other < this.minShare) return { cjk: 1, other: 0 };
-    return w;
+    return passageScriptWeights(text, this.minShare);
   }
 
   async embed(texts: string[], inputType: EmbedInputType): Promise<Float32Array[]> {

