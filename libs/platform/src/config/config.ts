@@ -187,7 +187,13 @@ export const ConfigSchema = z.object({
   /** Candidates each search returns before fusion (score normalisation is over these; tuned at 100). */
   RAG_CANDIDATES: int(100, 1, 1000),
   RAG_TOP_K: int(5, 1, 100),
+  /**
+   * Relevance gate: evidence under this → refusal. Setting it turns the per-index calibration off (a fixed threshold
+   * for every tenant); unset, each tenant's index is calibrated (RAG_GATE_CALIBRATION) and 0.45 applies until then.
+   */
   RAG_REFUSAL_THRESHOLD: num(0.45, 0, 1),
+  /** Relevance gate calibrated per tenant from its own index (libs/application query/gate-calibration.ts); `off` = fixed threshold. */
+  RAG_GATE_CALIBRATION: z.enum(['auto', 'off']).default('auto'),
   /**
    * Generator: a bounded LRU memo of the gate's and the extractive answerer's text analysis (tokens, sentences,
    * bigrams), keyed by the source text, so a source seen before is not re-tokenized (issue 13 item 3). Most texts
@@ -376,6 +382,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     problems.push('RAG_CONFLUENCE_BASE_URL needs RAG_CONFLUENCE_API_TOKEN (or RAG_CONFLUENCE_API_TOKEN_FILE)');
   }
   if (problems.length) throw new ConfigError(problems);
+  // An explicit RAG_REFUSAL_THRESHOLD is an override: the gate uses it for every tenant instead of a calibration.
+  if (picked['RAG_REFUSAL_THRESHOLD'] !== undefined || overrides.RAG_REFUSAL_THRESHOLD !== undefined) cfg.RAG_GATE_CALIBRATION = 'off';
   return { ...cfg, dataDir: resolve(cfg.RAG_DATA_DIR), modelsDir: resolve(cfg.RAG_MODELS_DIR) };
 }
 
