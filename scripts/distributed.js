@@ -15,7 +15,7 @@
 // usage: node scripts/distributed.js [--no-preflight] [--dry-run]
 //   --no-preflight  skip the TCP checks of Kafka, Milvus and the keyword index before starting
 //   --dry-run       print the plan (services, ports, environment) as JSON and exit
-// environment: RAG_DIST_DIR (default <repo>/dist), RAG_START_TIMEOUT_MS (default 180000), RAG_STOP_GRACE_MS (15000)
+// environment: RAG_DIST_DIR (default <repo>/dist), RAG_START_TIMEOUT_MS (default 180000 × replicas), RAG_STOP_GRACE_MS (15000)
 'use strict';
 const { spawn } = require('node:child_process');
 const { existsSync, mkdirSync } = require('node:fs');
@@ -60,7 +60,8 @@ function fail(message) {
 
 const env = process.env;
 const distDir = resolve(env.RAG_DIST_DIR || join(root, 'dist'));
-const startTimeoutMs = Number(env.RAG_START_TIMEOUT_MS || 180_000);
+// 8 × N processes start at once: on a small machine N=2 needs longer than one set, so the default grows with N.
+const startTimeoutMs = Number(env.RAG_START_TIMEOUT_MS || 180_000 * replicas);
 const stopGraceMs = Number(env.RAG_STOP_GRACE_MS || 15_000);
 const host = env.RAG_HOST || '127.0.0.1';
 const connectHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;

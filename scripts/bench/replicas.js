@@ -121,6 +121,8 @@ async function run(argv) {
       ...process.env,
       RAG_EMBEDDER: process.env.RAG_EMBEDDER || 'hashing',
       RAG_LOG_LEVEL: process.env.RAG_LOG_LEVEL || 'warn',
+      // 8N Node processes starting at once on a small machine: the launcher's 180 s default is too short for N=2 on 2 cores.
+      RAG_START_TIMEOUT_MS: process.env.RAG_START_TIMEOUT_MS || String(300_000 * n),
       RAG_PORT: String(port),
       RAG_EMBEDDER_GRPC: `127.0.0.1:${port + 31}`,
       RAG_RETRIEVER_GRPC: `127.0.0.1:${port + 32}`,

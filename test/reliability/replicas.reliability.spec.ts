@@ -275,16 +275,21 @@ describe('two replicas of every service on PostgreSQL shared state', () => {
       await sleep(200);
     }
     let during: { status: number; body: { error?: { message?: string } } } | undefined;
+    let leadersDuring: number[] = [];
     servers('stop', 'postgres');
     try {
       await sleep(5_000);
       // A query during the outage answers with a status (200, possibly degraded, or a clear 503), not a hang.
       during = await at(gatewayUrl('gateway-1'), 'POST', '/v1/query', { question: 'Which Mach number was model number 5003 tested at?' });
+      // The leader lost its lock session with the server: no gateway leads while the database is away.
+      leadersDuring = [await metric(service('gateway-1').port, 'rag_leader{name="reconciler"}'), await metric(service('gateway-2').port, 'rag_leader{name="reconciler"}')];
       await sleep(10_000);
     } finally {
       servers('start', 'postgres');
     }
-    expect([200, 503]).toContain(during!.status);
+    expect([200, 503], JSON.stringify(during)).toContain(during!.status);
+    expect(leadersDuring).toEqual([0, 0]);
+    process.stderr.write(`replicas: query during the PostgreSQL outage → ${during!.status} ${JSON.stringify(during!.body).slice(0, 200)}\n`);
     await waitIndexed(prefix, N, 300_000);
     await expectExactlyOnce(prefix, N);
     // Nothing was restarted: the same processes, all alive and healthy.
