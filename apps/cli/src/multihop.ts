@@ -32,16 +32,17 @@ export function multihopCommand(config: (overrides?: Partial<AppConfig>) => AppC
     .description('two-hop evaluation: single-shot vs agent Recall@10 over both hops (test/fixtures/multihop/cmrc2018-2hop)')
     .requiredOption('--dataset <dir>', 'BEIR folder whose qrels list both hops of each question')
     .option('--limit <n>', 'the first n questions only', (v) => Number(v))
+    .option('--agent-limit <n>', 'the agent on the first n of those only (it is slow on a CPU model); single-shot is also reported on them', (v) => Number(v))
     .option('--no-agent', 'single-shot only')
-    .action(async (o: { dataset: string; limit?: number; agent: boolean }) => {
-      if (o.limit !== undefined && !(Number.isInteger(o.limit) && o.limit > 0)) throw new Error('--limit must be a positive integer');
+    .action(async (o: { dataset: string; limit?: number; agentLimit?: number; agent: boolean }) => {
+      for (const n of [o.limit, o.agentLimit]) if (n !== undefined && !(Number.isInteger(n) && n > 0)) throw new Error('--limit and --agent-limit must be positive integers');
       const base = config();
       const cfg = config({ RAG_DATA_DIR: join(base.dataDir, 'eval', basename(o.dataset)), RAG_CANDIDATES: Math.max(base.RAG_CANDIDATES, 100) });
       const unlock = lockDataDir(cfg.dataDir);
       const handles = await createEmbeddedContext(cfg);
       try {
         await ingestDataset(new InProcessClient(handles), o.dataset);
-        for (const line of await multihopRun(handles, cfg, o.dataset, { limit: o.limit, agent: o.agent })) out(JSON.stringify(line) + '\n');
+        await multihopRun(handles, cfg, o.dataset, { limit: o.limit, agentLimit: o.agentLimit, agent: o.agent, onLine: (line) => out(JSON.stringify(line) + '\n') });
       } finally {
         await handles.close();
         unlock();
@@ -49,12 +50,17 @@ export function multihopCommand(config: (overrides?: Partial<AppConfig>) => AppC
     });
 }
 
-export async function multihopRun(handles: EmbeddedHandles, cfg: AppConfig, dataset: string, o: { limit?: number; agent: boolean }): Promise<Record<string, unknown>[]> {
+export async function multihopRun(
+  handles: EmbeddedHandles,
+  cfg: AppConfig,
+  dataset: string,
+  o: { limit?: number; agentLimit?: number; agent: boolean; onLine?: (line: Record<string, unknown>) => void },
+): Promise<Record<string, unknown>[]> {
   const { queries, qrels } = readDataset(dataset);
   const judged = (queries as MultiHopQuery[]).filter((q) => qrels.has(q._id)).slice(0, o.limit ?? Infinity);
   const scope = { tenant: 'default' };
   const llm = handles.context.get<Llm | null>(LLM, { strict: false });
-  const systems: { name: 'single-shot' | 'agent'; run: (q: string) => Promise<{ docs: string[]; hops?: number }> }[] = [
+  const systems: { name: 'single-shot' | 'agent'; limit?: number; run: (q: string) => Promise<{ docs: string[]; hops?: number }> }[] = [
     {
       name: 'single-shot',
       run: async (q) => {
@@ -65,8 +71,12 @@ export async function multihopRun(handles: EmbeddedHandles, cfg: AppConfig, data
   ];
   if (o.agent && llm) {
     const loop = new AgentLoop(llm, { maxSteps: cfg.RAG_AGENT_MAX_STEPS, timeoutMs: cfg.RAG_LLM_TIMEOUT_MS, topK: K, rrfK: cfg.RAG_RRF_K });
+    const single = systems[0]!;
+    // Single-shot on exactly the agent's questions too, so the two are compared on the same questions.
+    if (o.agentLimit !== undefined && o.agentLimit < judged.length) systems.push({ ...single, limit: o.agentLimit });
     systems.push({
       name: 'agent',
+      limit: o.agentLimit,
       run: async (q) => {
         const run = await loop.run(q, undefined, scope.tenant, async (s) => {
           const r = await handles.query.retrieve({ question: s.query, mode: s.mode, filters: s.filters, top_k: K }, scope, undefined, { expand: false });
@@ -78,13 +88,14 @@ export async function multihopRun(handles: EmbeddedHandles, cfg: AppConfig, data
   }
   const lines: Record<string, unknown>[] = [];
   for (const sys of systems) {
+    const asked = judged.slice(0, sys.limit ?? Infinity);
     const runs = new Map<string, string[]>();
     const hopFound = [0, 0];
     let both = 0;
     let hopsTotal = 0;
     const latencies: number[] = [];
-    const progress = new Progress(`multihop ${sys.name}`, judged.length);
-    for (const [i, q] of judged.entries()) {
+    const progress = new Progress(`multihop ${sys.name}`, asked.length);
+    for (const [i, q] of asked.entries()) {
       const t0 = performance.now();
       const r = await sys.run(q.text);
       latencies.push(performance.now() - t0);
@@ -98,14 +109,14 @@ export async function multihopRun(handles: EmbeddedHandles, cfg: AppConfig, data
       hopsTotal += r.hops ?? 0;
       progress.update(i + 1);
     }
-    progress.finish(judged.length);
-    const m = evaluateRun(runs, qrels, { queryIds: judged.map((q) => q._id) });
+    progress.finish(asked.length);
+    const m = evaluateRun(runs, qrels, { queryIds: asked.map((q) => q._id) });
     latencies.sort((a, b) => a - b);
-    const n = judged.length || 1;
-    lines.push({
+    const n = asked.length || 1;
+    const line = {
       dataset: basename(dataset),
       system: sys.name,
-      questions: judged.length,
+      questions: asked.length,
       recall_at_10: round(m.recall_at_10),
       both_hops_at_10: round(both / n),
       hop1_recall_at_10: round(hopFound[0]! / n),
@@ -113,8 +124,14 @@ export async function multihopRun(handles: EmbeddedHandles, cfg: AppConfig, data
       ...(sys.name === 'agent' ? { llm: llm!.id, mean_hops: round(hopsTotal / n), max_steps: cfg.RAG_AGENT_MAX_STEPS } : {}),
       p50_ms: Math.round(latencies[Math.floor(latencies.length / 2)] ?? 0),
       embedder: cfg.RAG_EMBEDDER === 'onnx' ? cfg.RAG_EMBEDDING_MODEL : cfg.RAG_EMBEDDER,
-    });
+    };
+    lines.push(line);
+    o.onLine?.(line);
   }
-  if (o.agent && !llm) lines.push({ dataset: basename(dataset), system: 'agent', skipped: 'no LLM configured (RAG_LLM=openai or local)' });
+  if (o.agent && !llm) {
+    const line = { dataset: basename(dataset), system: 'agent', skipped: 'no LLM configured (RAG_LLM=openai or local)' };
+    lines.push(line);
+    o.onLine?.(line);
+  }
   return lines;
 }
