@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import type { SearchMode } from '@rag/contracts';
-import { answerContainsGold, evaluateRun, parseQrels } from '@rag/domain';
+import { answerContainsGold, evaluateRun, goldInFirstSentence, parseQrels, statementSupport } from '@rag/domain';
 import { ingest } from './ingest';
 import type { AnswerJudge } from './judge';
 import type { PlatformClient } from './platform-client';
@@ -120,6 +120,10 @@ export async function evaluateMode(client: PlatformClient, dir: string, mode: Ev
   let containsGold = 0;
   let firstCitationGold = 0;
   let refusedWithGold = 0;
+  let goldFirstSentence = 0;
+  // Statements of the answers that were not refused (issue 15 item 3: `statements[].support`, when answers carry them).
+  let statements = 0;
+  let supportedStatements = 0;
   const latencies: number[] = [];
   for (const [i, q] of judged.entries()) {
     const t0 = performance.now();
@@ -132,11 +136,17 @@ export async function evaluateMode(client: PlatformClient, dir: string, mode: Ev
       const a = await client.ask(q.text, { mode: searchMode });
       asked++;
       if (a.refused) refused++;
+      else {
+        const st = statementSupport([a as { statements?: readonly unknown[] }]);
+        statements += st.statements;
+        supportedStatements += st.supported;
+      }
       await opts.judge?.add(q.text, a, r.results);
       if (q.answers?.length) {
         withGold++;
         if (a.refused) refusedWithGold++;
         if (answerContainsGold(a.answer, q.answers)) containsGold++;
+        if (!a.refused && goldInFirstSentence(a.answer, q.answers)) goldFirstSentence++;
         const first = a.citations[0];
         if (first && (qrels.get(q._id)?.get(first.document_id) ?? 0) > 0) firstCitationGold++;
       }
@@ -155,11 +165,13 @@ export async function evaluateMode(client: PlatformClient, dir: string, mode: Ev
       ? {
           answers: withGold,
           answer_contains_gold: round(containsGold / withGold),
+          gold_in_first_sentence: round(goldFirstSentence / withGold),
           first_citation_gold: round(firstCitationGold / withGold),
           refused_rate: round(refusedWithGold / withGold),
         }
       : {}),
     ...(asked ? { in_domain_asked: asked, in_domain_refused_rate: round(refused / asked) } : {}),
+    ...(statements ? { statements, statement_support_rate: round(supportedStatements / statements) } : {}),
     ...(ood ?? {}),
     ...(opts.judge?.report() ?? {}),
     retrieve_p50_ms: round(latencies[Math.floor(latencies.length * 0.5)] ?? 0),

@@ -1,2 +1,3 @@
 export * from './metrics';
 export * from './judge';
+export * from './answers';
