@@ -81,7 +81,26 @@ describe('extractiveAnswer', () => {
 
   it('joins Chinese sentences without spaces', () => {
     const out = extractiveAnswer('热带美洲 根部', [{ ref: 1, score: 1, text: '它分布于热带美洲。它的根部可入药。叶子很大。' }], { maxSentences: 2 });
-    expect(out.answer).toBe('它分布于热带美洲[1]。它的根部可入药[1]。');
+    // 根部 is the rarer word of the two: that sentence leads.
+    expect(out.answer).toBe('它的根部可入药[1]。它分布于热带美洲[1]。');
+  });
+
+  it('leads with the sentence that answers, then the sentence continuing it, then the others in reading order', () => {
+    const text = 'Tests were run in 1950. The tunnel was closed later. Lift on the delta wing rose with incidence up to 20 degrees. It then stalled abruptly.';
+    const out = extractiveAnswer('how did lift on the delta wing vary with incidence and when did the wing stall', [{ ref: 1, score: 1, text }], { maxSentences: 3 });
+    expect(out.sentences.map((s) => s.text)[0]).toBe('Lift on the delta wing rose with incidence up to 20 degrees.');
+    expect(out.answer.startsWith('Lift on the delta wing rose with incidence up to 20 degrees [1].')).toBe(true);
+    expect(out.sentences.every((s) => s.ref === 1)).toBe(true);
+  });
+
+  it('a lower-ranked source leads only when its sentence is much better than the best source’s', () => {
+    const srcs = [
+      { ref: 1, score: 2, text: 'Heat transfer was measured on a cone.' },
+      { ref: 2, score: 1, text: 'Heat transfer to a cone at Mach 6 doubled with the nose bluntness ratio.' },
+    ];
+    const out = extractiveAnswer('how does heat transfer to a cone at mach 6 vary with nose bluntness ratio', srcs);
+    expect(out.citedRefs[0]).toBe(2);
+    expect(out.sentences[0]!.text).toContain('bluntness');
   });
 
   it('respects maxChars by dropping the weakest sentences, then truncating', () => {
@@ -97,8 +116,12 @@ describe('extractiveAnswer', () => {
 
   it('falls back to the first sentence of the best source, and returns nothing without text', () => {
     const out = extractiveAnswer('how do I bake sourdough bread', aero);
-    expect(out).toEqual({ answer: 'The boundary layer on a flat plate grows with distance from the leading edge [1].', citedRefs: [1] });
-    expect(extractiveAnswer('anything', [])).toEqual({ answer: '', citedRefs: [] });
-    expect(extractiveAnswer('anything', [{ ref: 1, score: 1, text: '  \n ' }])).toEqual({ answer: '', citedRefs: [] });
+    expect(out).toEqual({
+      answer: 'The boundary layer on a flat plate grows with distance from the leading edge [1].',
+      citedRefs: [1],
+      sentences: [{ text: 'The boundary layer on a flat plate grows with distance from the leading edge.', ref: 1 }],
+    });
+    expect(extractiveAnswer('anything', [])).toEqual({ answer: '', citedRefs: [], sentences: [] });
+    expect(extractiveAnswer('anything', [{ ref: 1, score: 1, text: '  \n ' }])).toEqual({ answer: '', citedRefs: [], sentences: [] });
   });
 });

@@ -1,5 +1,6 @@
 import { containsCjk, isCjkToken, normText, questionBigrams, questionTokens } from './lexical';
 import { contextFeaturesOf, sentenceFeaturesOf, type LexicalMemo } from './lexical-memo';
+import { withCitations } from './statements';
 
 export interface ExtractiveSource {
   /** Citation number, [1]..[n]. */
@@ -27,14 +28,22 @@ export interface ExtractiveAnswer {
   answer: string;
   /** Refs cited in the answer, in order of first appearance. */
   citedRefs: number[];
+  /** The answer's sentences in answer order, each with the ref it cites (the text without the citation). */
+  sentences: { text: string; ref: number }[];
 }
 
 /** Bonus for the source's rank: the best source adds 0.05, the second 0.025, ... */
 const RANK_BONUS = 0.05;
 /** A further sentence is kept only when it scores at least this share of the best sentence. */
-const MIN_RELATIVE_SCORE = 0.3;
+const MIN_RELATIVE_SCORE = 0.5;
 /** Weight of a one-character CJK word (names segmented char by char; the bigrams cover them better). */
 const SINGLE_CJK_CHAR_WEIGHT = 0.3;
+/**
+ * The answer leads with the best sentence of the best-ranked source among the kept ones, unless a lower-ranked
+ * source's sentence scores this much more (then that one leads). On cmrc2018-trial this keeps the first citation
+ * where it was (first citation gold 0.981 as before) while the gold answer moves into the first sentence.
+ */
+const LEAD_FROM_LOWER_SOURCE_MARGIN = 0.3;
 /** Sentences this similar (Jaccard of their bigram or token sets) to a kept one are near-duplicates. */
 const DUPLICATE_JACCARD = 0.8;
 
@@ -68,17 +77,25 @@ interface Candidate {
  *    sentence that answers "what does X's root do" often says "its root ..." without naming X; the
  *    inherited subject lets the focus words ("root") decide instead of the subject's name.
  * 4. A small bonus (0.05 / source rank) favours better sources on near-ties.
- * 5. The best sentence is kept; further ones (up to `maxSentences`) when they score at least 0.3 of
- *    the best and are not near-duplicates of a kept one. Whole sentences, never fragments, so the
- *    answer holds the complete statement (and any answer span in it).
- * 6. Kept sentences are ordered by source rank, then position, and each is followed by its citation
- *    [n] (placed before the sentence's final punctuation). Adjacent sentences stay adjacent.
+ * 5. The best sentence is kept; further ones (up to `maxSentences`, default 4) when they score at least
+ *    0.5 of the best and are not near-duplicates of a kept one. Whole sentences, never fragments, so the
+ *    answer holds the complete statement (and any answer span in it). (Issue 15: 3 sentences at 0.3 before;
+ *    4 at 0.5 keeps fewer weak sentences — median answer 139 → 135 characters on cmrc2018-trial — and more
+ *    of the ones that hold the answer: gold in the answer 0.895 → 0.902.)
+ * 6. The answer leads with the sentence that answers: the best kept sentence of the best-ranked source
+ *    (of a lower-ranked source when that scores 0.3 more), followed by the kept sentences that directly
+ *    continue it in its source, then the other kept sentences in reading order (source rank, position).
+ *    Each is followed by its citation [n] (placed before the sentence's final punctuation). On
+ *    cmrc2018-trial (hybrid, default models) this puts the gold answer in the first sentence for 0.813
+ *    of questions against 0.459 in reading order, with the first citation unchanged (0.981 gold).
+ *    Not built: cutting the lead down to a clause — a clause alone loses the answer span more often than
+ *    it saves characters, and the first sentence already holds the answer for 4 in 5 questions.
  * When no sentence shares anything with the question, the first sentence of the best source is
  * returned: whether to refuse is the relevance gate's call (`shouldRefuse`), not this function's.
  * No sources, or no text in them, gives an empty answer and no citations.
  */
 export function extractiveAnswer(question: string, sources: readonly ExtractiveSource[], opts: ExtractiveOptions = {}): ExtractiveAnswer {
-  const maxSentences = Math.max(1, Math.floor(opts.maxSentences ?? 3));
+  const maxSentences = Math.max(1, Math.floor(opts.maxSentences ?? 4));
   const ranked = sources.map((s, i) => ({ s, i })).sort((a, b) => b.s.score - a.s.score || a.i - b.i);
   const candidates: Candidate[] = [];
   const memo = opts.memo;
@@ -101,7 +118,7 @@ export function extractiveAnswer(question: string, sources: readonly ExtractiveS
       });
     });
   });
-  if (candidates.length === 0) return { answer: '', citedRefs: [] };
+  if (candidates.length === 0) return { answer: '', citedRefs: [], sentences: [] };
 
   const cjk = containsCjk(question);
   const qBigrams = cjk ? questionBigrams(question) : [];
@@ -126,7 +143,7 @@ export function extractiveAnswer(question: string, sources: readonly ExtractiveS
   }
 
   const joiner = cjk ? '' : ' ';
-  const render = () => inReadingOrder(kept).map((c) => withCitation(c.text, c.ref)).join(joiner);
+  const render = () => answerOrder(kept).map((c) => withCitation(c.text, c.ref)).join(joiner);
   let answer = render();
   if (opts.maxChars !== undefined) {
     // Drop the weakest kept sentences first; the best one is cut when it alone is too long.
@@ -137,12 +154,38 @@ export function extractiveAnswer(question: string, sources: readonly ExtractiveS
     }
     if (answer.length > maxChars) {
       const cite = `[${best.ref}]`;
-      answer = `${best.text.slice(0, Math.max(0, maxChars - cite.length - 1)).trimEnd()}…${cite}`.slice(-maxChars);
+      const cut = best.text.slice(0, Math.max(0, maxChars - cite.length - 1)).trimEnd();
+      answer = `${cut}…${cite}`.slice(-maxChars);
+      return { answer, citedRefs: [best.ref], sentences: [{ text: `${cut}…`, ref: best.ref }] };
     }
   }
+  const ordered = answerOrder(kept);
   const citedRefs: number[] = [];
-  for (const c of inReadingOrder(kept)) if (!citedRefs.includes(c.ref)) citedRefs.push(c.ref);
-  return { answer, citedRefs };
+  for (const c of ordered) if (!citedRefs.includes(c.ref)) citedRefs.push(c.ref);
+  return { answer, citedRefs, sentences: ordered.map((c) => ({ text: c.text, ref: c.ref })) };
+}
+
+/**
+ * The best sentence first (it answers the question) with the kept sentences that directly continue it in its source
+ * (an answer often runs on into the next sentence), then the other supporting sentences in reading order.
+ */
+function answerOrder(kept: readonly Candidate[]): Candidate[] {
+  if (kept.length === 0) return [];
+  const top = Math.min(...kept.map((c) => c.sourceRank));
+  const best = kept[0]!;
+  const topBest = kept.find((c) => c.sourceRank === top)!;
+  const lead = best.score - topBest.score > LEAD_FROM_LOWER_SOURCE_MARGIN ? best : topBest;
+  const others = kept.filter((c) => c !== lead);
+  const block = [lead];
+  let rest = inReadingOrder(others);
+  for (;;) {
+    const last = block[block.length - 1]!;
+    const next = rest.find((c) => c.sourceRank === last.sourceRank && c.position === last.position + 1);
+    if (!next) break;
+    block.push(next);
+    rest = rest.filter((c) => c !== next);
+  }
+  return [...block, ...rest];
 }
 
 function inReadingOrder(cs: readonly Candidate[]): Candidate[] {
@@ -185,11 +228,6 @@ function nearDuplicate(a: Candidate, b: Candidate): boolean {
   return sim >= DUPLICATE_JACCARD;
 }
 
-/** "Lift rises." → "Lift rises [1]." ; "升力增大。" → "升力增大[1]。" ; "No end" → "No end [1]" */
 function withCitation(sentence: string, ref: number): string {
-  const m = /^(.*?)\s*([.!?。！？；;:：]+["'’”」』）)\]】》]*)$/su.exec(sentence);
-  const body = m ? m[1]! : sentence;
-  const tail = m ? m[2]! : '';
-  const sep = /[\u3000-\u9fff\uff00-\uffef]$/u.test(body) ? '' : ' ';
-  return `${body}${sep}[${ref}]${tail}`;
+  return withCitations(sentence, [ref]);
 }
