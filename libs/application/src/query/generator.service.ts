@@ -75,6 +75,8 @@ export class GeneratorService implements GenerateCall {
     const gateTask = {
       threshold: settings?.threshold ?? this.opts.refusalThreshold,
       ...(settings?.termWeights ? { termWeights: settings.termWeights, unseenWeight: settings.unseenWeight } : {}),
+      ...(settings?.calibration ? { calibration: settings.calibration } : {}),
+      ...(settings?.denseTop !== undefined ? { denseTop: settings.denseTop } : {}),
     };
     // Without an LLM the gate and the extractive answer are one task (one round trip to a worker).
     const first = await this.grounding.run({ mode: this.llm ? 'gate' : 'answer', question, sources: grounded, ...gateTask });

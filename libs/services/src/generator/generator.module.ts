@@ -5,7 +5,7 @@ import { createWorkerGrounding, FileGateCalibrationStore } from '@rag/adapters';
 import { GateCalibrator, GeneratorService, InProcessGrounding, registryCalibrationSample, type GeneratorOptions, type QueryEmbeddingCall, type RetrieveCall } from '@rag/application';
 import { normalizeQuery } from '@rag/domain';
 import type { AppConfig } from '@rag/platform';
-import { GROUNDING, KEYWORD_INDEX, LLM, REGISTRY, type Grounding, type KeywordIndex, type Llm, type Registry } from '@rag/ports';
+import { GROUNDING, KEYWORD_INDEX, LLM, REGISTRY, VECTOR_STORE, type Grounding, type KeywordIndex, type Llm, type Registry, type VectorStore } from '@rag/ports';
 import { CONFIG, GENERATE_CALL, QUERY_EMBEDDING, RETRIEVE_CALL } from '../core/tokens';
 
 /**
@@ -24,6 +24,7 @@ function calibratedGate(moduleRef: ModuleRef, c: AppConfig): GeneratorOptions['g
       const keywords = moduleRef.get<KeywordIndex>(KEYWORD_INDEX, { strict: false });
       const embedding = moduleRef.get<QueryEmbeddingCall>(QUERY_EMBEDDING, { strict: false });
       const retriever = moduleRef.get<RetrieveCall>(RETRIEVE_CALL, { strict: false });
+      const vectors = moduleRef.get<VectorStore>(VECTOR_STORE, { strict: false });
       calibrator = new GateCalibrator(
         {
           ...registryCalibrationSample(registry, keywords),
@@ -33,6 +34,12 @@ function calibratedGate(moduleRef: ModuleRef, c: AppConfig): GeneratorOptions['g
             const vector = await embedding.embedQuery(query);
             const r = await retriever.retrieve({ query, vector, top_k: c.RAG_TOP_K, candidates: c.RAG_CANDIDATES, mode: 'hybrid', scope: { tenant } });
             return r.results.map((x) => ({ text: x.parent_text ?? x.text, score: x.score }));
+          },
+          // The gate's dense signal: the top hit's raw similarity (one more query embedding and a k=1 vector search).
+          denseTop: async (tenant, question) => {
+            const vector = await embedding.embedQuery(normalizeQuery(question));
+            const hits = await vectors.search({ vector, k: 1, scope: { tenant } });
+            return hits[0]?.score ?? 0;
           },
         },
         new FileGateCalibrationStore(join(c.dataDir, 'gate')),
