@@ -4,13 +4,13 @@ import { join } from 'node:path';
 import type { GateCalibration } from '@rag/domain';
 import { FileGateCalibrationStore } from './file-gate-calibration.store';
 
-const cal = (tenant: string, latin = 0.5): GateCalibration => ({
-  version: 1,
+const cal = (tenant: string, target = 1.3): GateCalibration => ({
+  version: 2,
   tenant,
   chunks: 10,
   sampled: 10,
-  thresholds: { latin, cjk: 0.4 },
-  probes: { latin: { n: 50, q50: 0.1, q95: 0.47 }, cjk: { n: 50, q50: 0, q95: 0 } },
+  scripts: { latin: { lexical: { q50: 0.1, q95: 0.47 }, dense: { q50: 0.5, q95: 0.6 }, target }, cjk: null },
+  probes: { latin: 50, cjk: 50 },
   pseudo: { latin: { n: 20, q10: 0.8, q50: 0.9 }, cjk: { n: 0, q10: 0, q50: 0 } },
   stats: { docs: 10, df: { wing: 3 } },
   calibrated_at: '2026-01-01T00:00:00.000Z',
@@ -25,11 +25,11 @@ describe('FileGateCalibrationStore', () => {
     const store = new FileGateCalibrationStore(join(dir, 'gate'));
     expect(await store.get('acme')).toBeNull();
     await store.put(cal('acme'));
-    await store.put(cal('other', 0.55));
-    await store.put(cal('acme', 0.52));
+    await store.put(cal('other', 1.2));
+    await store.put(cal('acme', 1.1));
     const again = new FileGateCalibrationStore(join(dir, 'gate'));
-    expect((await again.get('acme'))?.thresholds.latin).toBe(0.52);
-    expect((await again.get('other'))?.thresholds.latin).toBe(0.55);
+    expect((await again.get('acme'))?.scripts.latin?.target).toBe(1.1);
+    expect((await again.get('other'))?.scripts.latin?.target).toBe(1.2);
     expect(readdirSync(join(dir, 'gate')).sort()).toEqual(['acme.json', 'other.json']);
   });
 
@@ -39,7 +39,7 @@ describe('FileGateCalibrationStore', () => {
     expect(await store.get('acme')).toBeNull();
     writeFileSync(join(dir, 'acme.json'), JSON.stringify({ ...cal('someone-else') }));
     expect(await store.get('acme')).toBeNull();
-    writeFileSync(join(dir, 'acme.json'), JSON.stringify({ ...cal('acme'), version: 2 }));
+    writeFileSync(join(dir, 'acme.json'), JSON.stringify({ ...cal('acme'), version: 1 }));
     expect(await store.get('acme')).toBeNull();
   });
 

@@ -25,7 +25,7 @@ export class FileGateCalibrationStore implements GateCalibrationStore {
     }
     try {
       const v = JSON.parse(text) as GateCalibration;
-      return v && v.version === 1 && v.tenant === tenant && v.stats && v.thresholds ? v : null;
+      return v && v.version === 2 && v.tenant === tenant && v.stats && v.scripts ? v : null;
     } catch {
       return null;
     }

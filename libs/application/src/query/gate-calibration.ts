@@ -1,7 +1,9 @@
 import { chunkId } from '@rag/contracts';
 import {
-  calibratedThreshold,
+  CALIBRATED_THRESHOLD,
+  calibrateScript,
   calibrationStale,
+  combinedEvidence,
   DEFAULT_CALIBRATION,
   GATE_PROBES,
   gateScriptOf,
@@ -15,6 +17,7 @@ import {
   type CalibrationOptions,
   type GateCalibration,
   type GateScript,
+  type ScriptCalibration,
 } from '@rag/domain';
 import { Logger } from '@rag/platform';
 import type { GateCalibrationStore, KeywordIndex, Registry } from '@rag/ports';
@@ -27,6 +30,8 @@ export interface CalibrationIndex {
   sample(tenant: string, n: number, random: () => number): Promise<string[]>;
   /** The sources the query path would hand the generator for `question` in the tenant's index (text = what the gate reads). */
   retrieve(tenant: string, question: string): Promise<{ text: string; score: number }[]>;
+  /** The top hit's dense similarity for `question` in the tenant's index (raw vector-store score); absent: no dense signal. */
+  denseTop?(tenant: string, question: string): Promise<number | undefined>;
 }
 
 /** How the gate is to judge one question: the threshold and, when the tenant is calibrated, the idf weights. */
@@ -34,6 +39,9 @@ export interface GateSettings {
   threshold: number;
   termWeights?: Record<string, number>;
   unseenWeight?: number;
+  /** The index's calibration for the question's script, and the question's top dense similarity (see domain combinedEvidence). */
+  calibration?: ScriptCalibration;
+  denseTop?: number;
   /** Whether the threshold is the tenant's calibrated one (false: the default or an override). */
   calibrated: boolean;
 }
@@ -58,6 +66,11 @@ export interface GateCalibratorOptions {
   now?: () => number;
 }
 
+interface Signals {
+  lexical: number;
+  dense?: number;
+}
+
 interface Entry {
   cal: GateCalibration | null;
   checkedAt: number;
@@ -66,8 +79,10 @@ interface Entry {
 
 /**
  * The relevance gate's per-tenant calibration job (issue 15 item 1): samples the tenant's own chunks for term
- * statistics and pseudo-queries, asks the off-topic probes through retrieval and the gate, and stores the resulting
- * thresholds (one per script) with the statistics (GateCalibrationStore). The first question of a tenant without a
+ * statistics and pseudo-queries, asks the off-topic probes through retrieval (lexical estimate) and the vector store
+ * (top dense similarity), and stores the resulting scales per script with the statistics (GateCalibrationStore). At
+ * query time `settingsFor` hands the generator's gate the calibration of the question's script, the question's idf
+ * weights and its top dense similarity (one more query embedding and a k = 1 vector search per question). The first question of a tenant without a
  * stored calibration waits for it (a few hundred retrievals, bounded); later, when the index has grown or shrunk by
  * `growth`, a recalibration runs in the background while the old calibration keeps serving. An empty index is not
  * calibrated (the fallback threshold applies); a failed calibration is logged and the fallback applies until the
@@ -106,12 +121,18 @@ export class GateCalibrator {
       this.log.warn('gate calibration unavailable; using the fallback threshold', { tenant, error: String(e) });
     }
     if (!cal) return { threshold: this.opts.fallbackThreshold, calibrated: false };
-    return {
-      threshold: cal.thresholds[gateScriptOf(question)],
-      termWeights: questionTermWeights(question, cal.stats),
-      unseenWeight: unseenIdf(cal.stats),
-      calibrated: true,
-    };
+    const weights = { termWeights: questionTermWeights(question, cal.stats), unseenWeight: unseenIdf(cal.stats) };
+    const script = cal.scripts[gateScriptOf(question)];
+    if (!script) return { threshold: this.opts.fallbackThreshold, ...weights, calibrated: false };
+    let denseTop: number | undefined;
+    if (script.dense && this.index.denseTop) {
+      try {
+        denseTop = await this.index.denseTop(tenant, question);
+      } catch (e) {
+        this.log.warn('dense similarity for the gate unavailable; gating on the lexical signal', { tenant, error: String(e) });
+      }
+    }
+    return { threshold: CALIBRATED_THRESHOLD, ...weights, calibration: script, ...(denseTop !== undefined ? { denseTop } : {}), calibrated: true };
   }
 
   /** The tenant's calibration: from memory, else the store, else calibrated now; refreshed in the background when stale. */
@@ -175,40 +196,38 @@ export class GateCalibrator {
     if (texts.length === 0) return null;
     const stats = termStatsOf(texts);
     const unseenWeight = unseenIdf(stats);
-    const evidenceOf = async (question: string): Promise<number> => {
+    const signalsOf = async (question: string): Promise<Signals> => {
       const sources = await this.index.retrieve(tenant, question);
-      return shouldRefuse(question, sources, 0, { termWeights: questionTermWeights(question, stats), unseenWeight }).evidence;
+      const lexical = shouldRefuse(question, sources, 0, { termWeights: questionTermWeights(question, stats), unseenWeight }).evidence;
+      const dense = this.index.denseTop ? await this.index.denseTop(tenant, question) : undefined;
+      return dense === undefined ? { lexical } : { lexical, dense };
     };
-    const byScript = (): Record<GateScript, number[]> => ({ latin: [], cjk: [] });
+    const byScript = (): Record<GateScript, Signals[]> => ({ latin: [], cjk: [] });
     const probes = byScript();
-    for (const q of this.opts.probes) probes[gateScriptOf(q)].push(await evidenceOf(q));
+    for (const q of this.opts.probes) probes[gateScriptOf(q)].push(await signalsOf(q));
     const pseudo = byScript();
     for (let i = 0; i < this.opts.pseudoQueries; i++) {
       const q = pseudoQuery(texts[Math.floor(random() * texts.length)]!, random);
-      if (q) pseudo[gateScriptOf(q)].push(await evidenceOf(q));
+      if (q) pseudo[gateScriptOf(q)].push(await signalsOf(q));
     }
-    const fallback = this.opts.fallbackThreshold;
-    const r4 = (x: number) => (Number.isFinite(x) ? Math.round(x * 10000) / 10000 : 0);
-    const summary = (v: number[], a: number, b: number) => ({ n: v.length, a: r4(quantile(v, a)), b: r4(quantile(v, b)) });
-    const probeSummary = (v: number[]) => {
-      const s = summary(v, 0.5, 0.95);
-      return { n: s.n, q50: s.a, q95: s.b };
+    const scripts: Record<GateScript, ScriptCalibration | null> = {
+      latin: calibrateScript(probes.latin, pseudo.latin, { minProbes: this.opts.rule.minProbes }),
+      cjk: calibrateScript(probes.cjk, pseudo.cjk, { minProbes: this.opts.rule.minProbes }),
     };
-    const pseudoSummary = (v: number[]) => {
-      const s = summary(v, 0.1, 0.5);
-      return { n: s.n, q10: s.a, q50: s.b };
+    const r4 = (x: number) => (Number.isFinite(x) ? Math.round(x * 10000) / 10000 : 0);
+    const pseudoSummary = (script: GateScript) => {
+      const sc = scripts[script];
+      const ev = sc ? pseudo[script].map((p) => combinedEvidence(p, sc)) : [];
+      return { n: pseudo[script].length, q10: r4(quantile(ev, 0.1)), q50: r4(quantile(ev, 0.5)) };
     };
     const cal: GateCalibration = {
-      version: 1,
+      version: 2,
       tenant,
       chunks: size,
       sampled: texts.length,
-      thresholds: {
-        latin: calibratedThreshold(probes.latin, pseudo.latin, fallback, this.opts.rule),
-        cjk: calibratedThreshold(probes.cjk, pseudo.cjk, fallback, this.opts.rule),
-      },
-      probes: { latin: probeSummary(probes.latin), cjk: probeSummary(probes.cjk) },
-      pseudo: { latin: pseudoSummary(pseudo.latin), cjk: pseudoSummary(pseudo.cjk) },
+      scripts,
+      probes: { latin: probes.latin.length, cjk: probes.cjk.length },
+      pseudo: { latin: pseudoSummary('latin'), cjk: pseudoSummary('cjk') },
       stats,
       calibrated_at: new Date(this.opts.now()).toISOString(),
     };
@@ -217,7 +236,7 @@ export class GateCalibrator {
       tenant,
       size,
       sampled: texts.length,
-      thresholds: cal.thresholds,
+      scripts: JSON.stringify(scripts),
       ms: this.opts.now() - started,
     });
     return cal;

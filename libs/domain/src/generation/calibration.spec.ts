@@ -1,7 +1,12 @@
 import {
-  calibratedThreshold,
+  calibrateScript,
   calibrationStale,
+  combinedEvidence,
   DEFAULT_CALIBRATION,
+  DEFAULT_TARGET,
+  MIN_SPREAD,
+  probeZ,
+  Z_MAX,
   gateScriptOf,
   idf,
   MAX_TERMS,
@@ -66,28 +71,58 @@ describe('termStatsOf / termDf / idf', () => {
   });
 });
 
-describe('calibratedThreshold', () => {
-  const probes = Array.from({ length: 40 }, (_, i) => i / 100); // 0.00 … 0.39
+describe('probeZ / combinedEvidence', () => {
+  const cal = { lexical: { q50: 0.2, q95: 0.5 }, dense: { q50: 0.5, q95: 0.6 }, target: 1.3 };
 
-  it('sits at the probes’ 95th percentile plus the margin', () => {
-    // nearest rank: ceil(0.95 × 40) = 38th value = 0.37; + 0.03
-    expect(calibratedThreshold(probes, [], 0.45)).toBeCloseTo(0.4, 3);
+  it('measures a signal in probe spreads: 0 at the probes’ median, 1 at their 95th percentile', () => {
+    expect(probeZ(0.2, cal.lexical)).toBeCloseTo(0);
+    expect(probeZ(0.5, cal.lexical)).toBeCloseTo(1);
+    expect(probeZ(0.8, cal.dense)).toBeCloseTo(3);
+    // a degenerate scale (every probe scored 0) still has a spread
+    expect(probeZ(0.1, { q50: 0, q95: 0 })).toBeCloseTo(0.1 / MIN_SPREAD);
   });
 
-  it('is clamped to [floor, ceiling]', () => {
-    expect(calibratedThreshold(probes.map(() => 0), [], 0.45)).toBe(DEFAULT_CALIBRATION.floor);
-    expect(calibratedThreshold(probes.map(() => 0.9), [], 0.45)).toBe(DEFAULT_CALIBRATION.ceiling);
+  it('maps the mean z of the signals so that 0.5 is the target', () => {
+    // lexical z = 1.3, dense z = 1.3 → mean 1.3 = target → 0.5
+    expect(combinedEvidence({ lexical: 0.59, dense: 0.63 }, cal)).toBeCloseTo(0.5);
+    // a strong dense match rescues weak lexical coverage (a long question), and the reverse
+    expect(combinedEvidence({ lexical: 0.4, dense: 0.85 }, cal)).toBeGreaterThan(0.5);
+    // …but one signal alone cannot carry it: each counts at most Z_MAX spreads
+    expect(combinedEvidence({ lexical: 0.2, dense: 5 }, cal)).toBeCloseTo(Z_MAX / 2 / (2 * 1.3));
+    expect(combinedEvidence({ lexical: 0.2, dense: 5 }, cal)).toBeLessThan(0.5);
+    expect(combinedEvidence({ lexical: 0.9, dense: 0.57 }, cal)).toBeGreaterThan(0.5);
+    // off-topic: both at the probes' level
+    expect(combinedEvidence({ lexical: 0.45, dense: 0.58 }, cal)).toBeLessThan(0.5);
+    // without a dense value (or scale) the lexical z alone decides
+    expect(combinedEvidence({ lexical: 0.59 }, cal)).toBeCloseTo(0.5);
+    expect(combinedEvidence({ lexical: 0.59, dense: 0.9 }, { lexical: cal.lexical, target: 1.3 })).toBeCloseTo(0.5);
+    expect(combinedEvidence({ lexical: 5, dense: 5 }, cal)).toBeCloseTo(Z_MAX / (2 * 1.3));
+    expect(combinedEvidence({ lexical: 0, dense: 0 }, cal)).toBe(0);
+  });
+});
+
+describe('calibrateScript', () => {
+  const probes = Array.from({ length: 40 }, (_, i) => ({ lexical: i / 100, dense: 0.4 + i / 100 }));
+
+  it('takes the probes’ median and 95th percentile of each signal, with the default target', () => {
+    const c = calibrateScript(probes, [])!;
+    expect(c.lexical).toEqual({ q50: 0.19, q95: 0.37 });
+    expect(c.dense).toEqual({ q50: 0.59, q95: 0.77 });
+    expect(c.target).toBe(DEFAULT_TARGET);
   });
 
-  it('never exceeds what most pseudo-queries from the index reach', () => {
-    const highProbes = probes.map((p) => p + 0.2); // q95 + margin = 0.6
-    const pseudo = Array.from({ length: 20 }, (_, i) => 0.45 + i / 100); // q10 = 0.46
-    expect(calibratedThreshold(highProbes, pseudo, 0.45)).toBeCloseTo(0.46, 3);
-    expect(calibratedThreshold(highProbes, pseudo.slice(0, 5), 0.45)).toBe(0.6); // too few pseudo-queries: no cap
+  it('has no dense scale when a probe lacks the dense signal, and is null with too few probes', () => {
+    expect(calibrateScript([...probes, { lexical: 0.1 }], [])!.dense).toBeUndefined();
+    expect(calibrateScript(probes.slice(0, 5), [])).toBeNull();
   });
 
-  it('falls back when there are too few probes of a script', () => {
-    expect(calibratedThreshold([0.1, 0.2], [], 0.45)).toBe(0.45);
+  it('lowers the target (not under 1) so that 90 % of the index’s own pseudo-queries pass', () => {
+    const high = Array.from({ length: 20 }, () => ({ lexical: 0.9, dense: 0.9 }));
+    expect(calibrateScript(probes, high)!.target).toBe(DEFAULT_TARGET);
+    const modest = Array.from({ length: 20 }, () => ({ lexical: 0.19 + 1.1 * 0.18, dense: 0.59 + 1.1 * 0.18 })); // z = 1.1
+    expect(calibrateScript(probes, modest)!.target).toBeCloseTo(1.1, 3);
+    const low = Array.from({ length: 20 }, () => ({ lexical: 0.2, dense: 0.6 }));
+    expect(calibrateScript(probes, low)!.target).toBe(1);
   });
 });
 

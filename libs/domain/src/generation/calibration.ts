@@ -6,14 +6,17 @@ import { containsCjk, isCjkToken, normText, questionTokens } from './lexical';
  * index, learnt from the index itself — never from evaluation queries.
  *
  * - Term statistics from a bounded random sample of the index's chunks (`termStatsOf`): document frequencies, so that
- *   the gate weighs a question's words by how specific they are *in this index* (idf) instead of by a fixed proxy.
- * - Thresholds from off-topic probes (`GATE_PROBES`, generic everyday questions in English and Chinese, written for
- *   this purpose and unrelated to any evaluation set): each probe is asked through retrieval and the gate, and the
- *   threshold is set just above the probes' high quantile, separately per script (a Latin-script question is gated
- *   on its idf coverage, a CJK one on its word+bigram coverage: two scales). Probes that happen to be answerable from
- *   the index (a cooking wiki and the cooking probes) are why a quantile is used, not the maximum.
- * - A guard from pseudo-queries drawn from the index's own chunks (`pseudoQuery`): the threshold never exceeds what
- *   most of them reach, so an index whose every text resembles the probes does not refuse its own content.
+ *   the lexical signal weighs a question's words by how specific they are *in this index* (idf coverage, evidence.ts).
+ * - Scales from off-topic probes (`GATE_PROBES`: generic everyday questions in English and Chinese, written for this
+ *   purpose and unrelated to any evaluation set): each probe is asked through retrieval, and the median and 95th
+ *   percentile of its signals — the lexical estimate and the top hit's dense similarity — are kept per script
+ *   (`calibrateScript`; Latin-script and CJK questions are scored on different lexical signals and often by different
+ *   embedding models). A question's signals are then measured in probe spreads (`probeZ`) and averaged
+ *   (`combinedEvidence`): the gate answers when the mean reaches `target` (1.3 spreads: clearly above what off-topic
+ *   questions reach in this index), whatever the raw scale of the corpus, its language or its embedding model.
+ *   Probes that a given index can answer (a cooking wiki and the cooking probes) are why quantiles are used.
+ * - A guard from pseudo-queries drawn from the index's own chunks (`pseudoQuery`): the target is lowered (never under
+ *   1, the probes' 95th percentile) when fewer than 90 % of them would pass.
  * Everything here is pure; the job that samples, retrieves and stores is libs/application query/gate-calibration.ts.
  */
 
@@ -89,20 +92,11 @@ export type GateScript = 'latin' | 'cjk';
 export const gateScriptOf = (question: string): GateScript => (containsCjk(question) ? 'cjk' : 'latin');
 
 export interface CalibrationOptions {
-  /** Quantile of the probes' evidence the threshold sits on (default 0.95). */
-  probeQuantile: number;
-  /** Added to that quantile (default 0.03). */
-  margin: number;
-  /** Bounds of a calibrated threshold (default 0.3 and 0.6). */
-  floor: number;
-  ceiling: number;
-  /** Quantile of the pseudo-queries' evidence the threshold may not exceed (default 0.1). */
-  pseudoQuantile: number;
-  /** Fewest probes of a script to calibrate it; fewer → the default threshold for that script (default 10). */
+  /** Fewest probes of a script to calibrate it; fewer → the fallback threshold for that script (default 10). */
   minProbes: number;
 }
 
-export const DEFAULT_CALIBRATION: CalibrationOptions = { probeQuantile: 0.95, margin: 0.03, floor: 0.3, ceiling: 0.6, pseudoQuantile: 0.1, minProbes: 10 };
+export const DEFAULT_CALIBRATION: CalibrationOptions = { minProbes: 10 };
 
 /** The q-quantile of values (nearest rank on the sorted values; q in [0, 1]); NaN for none. */
 export function quantile(values: readonly number[], q: number): number {
@@ -111,33 +105,103 @@ export function quantile(values: readonly number[], q: number): number {
   return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))]!;
 }
 
-/**
- * The threshold for one script: the probes' `probeQuantile` plus `margin`, at most the pseudo-queries'
- * `pseudoQuantile` (when there are at least `minProbes` of them), clamped to [floor, ceiling]; `fallback` when
- * there are fewer than `minProbes` probes.
- */
-export function calibratedThreshold(probes: readonly number[], pseudo: readonly number[], fallback: number, opts: CalibrationOptions = DEFAULT_CALIBRATION): number {
-  if (probes.length < opts.minProbes) return fallback;
-  let t = quantile(probes, opts.probeQuantile) + opts.margin;
-  if (pseudo.length >= opts.minProbes) t = Math.min(t, quantile(pseudo, opts.pseudoQuantile));
-  return Math.round(Math.min(opts.ceiling, Math.max(opts.floor, t)) * 1000) / 1000;
+/** Where a signal sits for off-topic questions in one index: the median and the 95th percentile of the probes. */
+export interface SignalScale {
+  q50: number;
+  q95: number;
 }
+
+/** Least spread of a scale (a signal every probe scores alike, e.g. 0 for Chinese probes on an English index). */
+export const MIN_SPREAD = 0.05;
+
+/** How far above the off-topic probes a value is, in probe spreads: 0 at their median, 1 at their 95th percentile. */
+export function probeZ(value: number, scale: SignalScale): number {
+  return (value - scale.q50) / Math.max(MIN_SPREAD, scale.q95 - scale.q50);
+}
+
+/**
+ * The calibrated gate for one script of one index: the scales of its signals among the off-topic probes, and how
+ * many probe spreads above them, on average over the signals, a question must be to be answered (`target`).
+ */
+export interface ScriptCalibration {
+  /** The lexical estimate (evidence.ts gateEvidence: idf coverage for Latin-script questions, coverage for CJK ones). */
+  lexical: SignalScale;
+  /** The top hit's dense similarity (raw vector-store score); absent when the index had no dense search. */
+  dense?: SignalScale;
+  target: number;
+}
+
+/** Default `target`: mean probe-z of the signals a question must reach (see combinedEvidence). */
+export const DEFAULT_TARGET = 1.3;
+
+/**
+ * Most a single signal's probe-z counts: with two signals and the default target, one signal at its cap still needs
+ * the other at z ≥ 0.6 (above the probes' median), so that neither a verbatim word match nor a vaguely similar
+ * embedding alone lets an off-topic question through (e.g. a Chinese question on an English-only index, where
+ * both scales are degenerate).
+ */
+export const Z_MAX = 2;
+
+/**
+ * The gate's estimate from its signals, calibrated: the mean over the available signals of their probe-z
+ * (probeZ, at most Z_MAX each), mapped linearly so that 0.5 is the target (`mean z / (2 × target)`, clamped to [0, 1]). 0.5 is then the
+ * threshold for every index and script: the index-specific part is in the scales.
+ */
+export function combinedEvidence(signals: { lexical: number; dense?: number }, cal: ScriptCalibration): number {
+  const z = (v: number, scale: SignalScale) => Math.min(Z_MAX, probeZ(v, scale));
+  const zs = [z(signals.lexical, cal.lexical)];
+  if (cal.dense && signals.dense !== undefined) zs.push(z(signals.dense, cal.dense));
+  const mean = zs.reduce((a, b) => a + b, 0) / zs.length;
+  return Math.max(0, Math.min(1, mean / (2 * cal.target)));
+}
+
+/** The threshold of combinedEvidence. */
+export const CALIBRATED_THRESHOLD = 0.5;
 
 /** One tenant's stored calibration. */
 export interface GateCalibration {
-  version: 1;
+  version: 2;
   tenant: string;
-  /** Chunks in the tenant's index when calibrated (a grown index is recalibrated). */
+  /** Size of the tenant's index when calibrated (a grown index is recalibrated). */
   chunks: number;
   /** Chunks sampled for the term statistics and the pseudo-queries. */
   sampled: number;
-  thresholds: Record<GateScript, number>;
-  /** Diagnostics: how many probes / pseudo-queries per script, and their quantiles. */
-  probes: Record<GateScript, { n: number; q50: number; q95: number }>;
+  /** Per script; null for a script with too few probes (the fallback threshold on the lexical estimate applies). */
+  scripts: Record<GateScript, ScriptCalibration | null>;
+  /** Diagnostics: probes and pseudo-queries per script, and where the pseudo-queries' combined evidence falls. */
+  probes: Record<GateScript, number>;
   pseudo: Record<GateScript, { n: number; q10: number; q50: number }>;
   stats: TermStats;
   calibrated_at: string;
 }
+
+/**
+ * A script's calibration from its probes' signals (and the index's own pseudo-queries): the probe scales, and
+ * the target, lowered (to no less than 1) when fewer than 90 % of the pseudo-queries would reach it. Null with
+ * fewer than `minProbes` probes.
+ */
+export function calibrateScript(
+  probes: readonly { lexical: number; dense?: number }[],
+  pseudo: readonly { lexical: number; dense?: number }[],
+  opts: { target?: number; minProbes?: number } = {},
+): ScriptCalibration | null {
+  if (probes.length < (opts.minProbes ?? DEFAULT_CALIBRATION.minProbes)) return null;
+  const scale = (v: number[]): SignalScale => ({ q50: round4(quantile(v, 0.5)), q95: round4(quantile(v, 0.95)) });
+  const dense = probes.every((p) => p.dense !== undefined) ? scale(probes.map((p) => p.dense!)) : undefined;
+  const cal: ScriptCalibration = { lexical: scale(probes.map((p) => p.lexical)), ...(dense ? { dense } : {}), target: opts.target ?? DEFAULT_TARGET };
+  if (pseudo.length >= (opts.minProbes ?? DEFAULT_CALIBRATION.minProbes)) {
+    const q10 = quantile(
+      pseudo.map((p) => combinedEvidence(p, cal)),
+      0.1,
+    );
+    // Evidence = mean z / (2 × target): lower the target to the 10th-percentile pseudo-query's mean z, so that 90 % of
+    // the index's own pseudo-queries pass, but never under 1 (the probes' 95th percentile).
+    if (q10 < CALIBRATED_THRESHOLD) cal.target = round4(Math.max(1, q10 * 2 * cal.target));
+  }
+  return cal;
+}
+
+const round4 = (x: number) => (Number.isFinite(x) ? Math.round(x * 10000) / 10000 : 0);
 
 /** Whether a stored calibration is stale for an index now holding `chunks` chunks (grown or shrunk by `growth` or more). */
 export function calibrationStale(cal: Pick<GateCalibration, 'chunks'>, chunks: number, growth = 0.2): boolean {

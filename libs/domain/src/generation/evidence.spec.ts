@@ -1,4 +1,5 @@
-import { evidenceScore, gateEvidence, gateSignals, idfCoverage, scoreGap, shouldRefuse } from './evidence';
+import { combinedEvidence } from './calibration';
+import { evidenceScore, gateEstimate, gateEvidence, gateSignals, idfCoverage, scoreGap, shouldRefuse } from './evidence';
 
 const boundaryLayer =
   'the boundary layer in simple shear flow past a flat plate . the boundary-layer equations are presented for steady ' +
@@ -149,5 +150,19 @@ describe('gate signals with per-index term weights (issue 15)', () => {
     expect(shouldRefuse(off, top, 0.5, { termWeights: weights(off, known) }).refuse).toBe(true);
     expect(shouldRefuse(inDomain, top, 0.5)).toEqual({ refuse: false, evidence: Math.max(...aeroAbstracts.map((t) => evidenceScore(inDomain, t))) });
     expect(shouldRefuse(inDomain, [], 0.5, { termWeights: weights(inDomain, known) }).refuse).toBe(true);
+  });
+});
+
+describe('gateEstimate', () => {
+  it('is the lexical estimate without a calibration, and combinedEvidence of it and the dense similarity with one', () => {
+    const top = [{ text: boundaryLayer, score: 1 }];
+    const q = 'boundary layer on a flat plate';
+    const cal = { lexical: { q50: 0.1, q95: 0.4 }, dense: { q50: 0.5, q95: 0.6 }, target: 1.3 };
+    const signals = gateSignals(q, top, { termWeights: { boundary: 1, layer: 1, flat: 2, plate: 2 }, denseTop: 0.8 });
+    expect(gateEstimate(signals)).toBe(gateEvidence(signals));
+    expect(gateEstimate(signals, cal)).toBeCloseTo(combinedEvidence({ lexical: gateEvidence(signals), dense: 0.8 }, cal));
+    const d = shouldRefuse(q, top, 0.5, { termWeights: { boundary: 1, layer: 1, flat: 2, plate: 2 }, calibration: cal, denseTop: 0.8 });
+    expect(d.evidence).toBeCloseTo(gateEstimate(signals, cal));
+    expect(d.refuse).toBe(d.evidence < 0.5);
   });
 });

@@ -1,4 +1,5 @@
 import { containsCjk, isCjkToken, questionBigrams, questionTokens } from './lexical';
+import { combinedEvidence, type ScriptCalibration } from './calibration';
 import { gateFeaturesOf, LexicalMemo, type GateFeatures } from './lexical-memo';
 
 /** Pseudo-count of one unmatched "virtual" question token (in units of the mean token weight): short questions need fuller coverage. */
@@ -105,13 +106,16 @@ export interface RefusalDecision {
  *   different sources is not penalised for its length. Absent without term weights or for a CJK question;
  * - `score_gap`: (top score − score at rank k) / top score over the retrieval scores, in [0, 1] (a peaked list
  *   suggests a real match; diagnostic only: fused RRF and reranker scores differ in scale between modes).
- * Dense similarity and dense/keyword agreement are not here: the generator receives neither the query vector nor
- * the two separate lists (see the report of issue 15).
+ * - `dense_top`: the top hit's dense similarity, measured by the caller (the generator receives no vectors; the
+ *   calibrated gate looks it up, see libs/application query/gate-calibration.ts) and passed in `denseTop`.
+ * Dense/keyword agreement is not here: the generator receives the fused list only.
  */
 export interface GateSignals {
   coverage: number;
   idf_coverage?: number;
   score_gap?: number;
+  /** The top hit's dense similarity in the index (raw vector-store score), when the caller measured it. */
+  dense_top?: number;
 }
 
 export interface GateOptions {
@@ -122,6 +126,10 @@ export interface GateOptions {
    */
   termWeights?: Readonly<Record<string, number>>;
   unseenWeight?: number;
+  /** The index's calibration for the question's script: the estimate is then combinedEvidence (threshold 0.5). */
+  calibration?: ScriptCalibration;
+  /** The top hit's dense similarity for the question (a signal when `calibration` has a dense scale). */
+  denseTop?: number;
 }
 
 /** Coverage of the question by the sources together, tokens weighted by `weights` (matching as in evidenceScore). */
@@ -168,12 +176,19 @@ export function gateSignals(question: string, topSources: readonly { text: strin
   for (const f of feats) coverage = Math.max(coverage, scoreWith(q, f));
   const signals: GateSignals = { coverage, score_gap: scoreGap(topSources.map((s) => s.score)) };
   if (opts.termWeights && !q.cjk) signals.idf_coverage = idfCoverageWith(q, feats, opts.termWeights, opts.unseenWeight ?? maxWeight(opts.termWeights));
+  if (opts.denseTop !== undefined) signals.dense_top = opts.denseTop;
   return signals;
 }
 
-/** The estimate the gate compares with its threshold: `idf_coverage` when there is one, else `coverage`. */
+/** The lexical estimate: `idf_coverage` when there is one, else `coverage`. */
 export function gateEvidence(signals: GateSignals): number {
   return signals.idf_coverage ?? signals.coverage;
+}
+
+/** The gate's estimate: calibrated (combinedEvidence of the lexical estimate and the dense similarity) with a calibration, else the lexical one. */
+export function gateEstimate(signals: GateSignals, calibration?: ScriptCalibration): number {
+  if (!calibration) return gateEvidence(signals);
+  return combinedEvidence({ lexical: gateEvidence(signals), ...(signals.dense_top !== undefined ? { dense: signals.dense_top } : {}) }, calibration);
 }
 
 function maxWeight(weights: Readonly<Record<string, number>>): number {
@@ -195,7 +210,7 @@ export function shouldRefuse(
   memoOrOpts?: LexicalMemo | GateOptions,
 ): RefusalDecision {
   const opts: GateOptions = memoOrOpts instanceof LexicalMemo ? { memo: memoOrOpts } : (memoOrOpts ?? {});
-  if (!opts.termWeights) {
+  if (!opts.termWeights && !opts.calibration) {
     // The idf-free gate as before (one signal); kept byte-for-byte so results without calibration do not move.
     let evidence = 0;
     const q = questionFeaturesOf(question);
@@ -203,6 +218,6 @@ export function shouldRefuse(
     return { refuse: topSources.length === 0 || evidence < threshold, evidence };
   }
   const signals = gateSignals(question, topSources, opts);
-  const evidence = gateEvidence(signals);
+  const evidence = gateEstimate(signals, opts.calibration);
   return { refuse: topSources.length === 0 || evidence < threshold, evidence, signals };
 }

@@ -1,3 +1,4 @@
+import { combinedEvidence } from './calibration';
 import { shouldRefuse } from './evidence';
 import { extractiveAnswer } from './extractive';
 import { groundingTaskProblem, runGrounding, type GroundingTask } from './grounding';
@@ -56,5 +57,12 @@ describe('runGrounding with per-index term weights', () => {
     expect(groundingTaskProblem({ ...task(q, 'gate'), termWeights: [] })).toMatch(/termWeights/);
     expect(groundingTaskProblem({ ...task(q, 'gate'), termWeights: { wing: -1 } })).toMatch(/termWeights\["wing"\]/);
     expect(groundingTaskProblem({ ...task(q, 'gate'), unseenWeight: Number.NaN })).toMatch(/unseenWeight/);
+    const calibration = { lexical: { q50: 0.1, q95: 0.4 }, dense: { q50: 0.5, q95: 0.6 }, target: 1.3 };
+    expect(groundingTaskProblem({ ...task(q, 'gate'), termWeights, calibration, denseTop: 0.8 })).toBeNull();
+    expect(groundingTaskProblem({ ...task(q, 'gate'), calibration: { lexical: {}, target: 1 } })).toMatch(/calibration/);
+    expect(groundingTaskProblem({ ...task(q, 'gate'), denseTop: 'x' })).toMatch(/denseTop/);
+    const calibrated = runGrounding({ ...task(q, 'gate'), threshold: 0.5, termWeights, calibration, denseTop: 0.8 });
+    expect(calibrated.gate?.signals?.dense_top).toBe(0.8);
+    expect(calibrated.gate?.evidence).toBeCloseTo(combinedEvidence({ lexical: calibrated.gate!.signals!.idf_coverage!, dense: 0.8 }, calibration));
   });
 });

@@ -1,5 +1,6 @@
 import { shouldRefuse, type RefusalDecision } from './evidence';
 import { extractiveAnswer, type ExtractiveAnswer, type ExtractiveSource } from './extractive';
+import type { ScriptCalibration } from './calibration';
 import type { LexicalMemo } from './lexical-memo';
 
 /**
@@ -25,6 +26,9 @@ export interface GroundingTask {
    */
   termWeights?: Record<string, number>;
   unseenWeight?: number;
+  /** The index's calibration for the question's script and the top hit's dense similarity (evidence.ts GateOptions). */
+  calibration?: ScriptCalibration;
+  denseTop?: number;
 }
 
 export interface GroundingResult {
@@ -62,19 +66,31 @@ export function groundingTaskProblem(task: unknown): string | null {
   }
   const unseen = t['unseenWeight'];
   if (unseen !== undefined && (typeof unseen !== 'number' || !Number.isFinite(unseen) || unseen < 0)) return 'unseenWeight must be a finite number >= 0 when present';
+  const dense = t['denseTop'];
+  if (dense !== undefined && (typeof dense !== 'number' || !Number.isFinite(dense))) return 'denseTop must be a finite number when present';
+  const cal = t['calibration'];
+  if (cal !== undefined) {
+    const c = (typeof cal === 'object' && cal !== null ? cal : {}) as Record<string, unknown>;
+    const scaleOk = (v: unknown) => typeof v === 'object' && v !== null && ['q50', 'q95'].every((k) => Number.isFinite((v as Record<string, unknown>)[k]));
+    if (!scaleOk(c['lexical']) || (c['dense'] !== undefined && !scaleOk(c['dense'])) || typeof c['target'] !== 'number' || !(c['target'] > 0)) {
+      return 'calibration must be {lexical: {q50, q95}, dense?: {q50, q95}, target > 0} when present';
+    }
+  }
   return null;
 }
 
 /** Runs a grounding task (see GroundingMode); with a `memo`, text analysis seen before is reused (same result). */
 export function runGrounding(task: GroundingTask, memo?: LexicalMemo): GroundingResult {
-  const { question, sources, threshold, mode, termWeights, unseenWeight } = task;
+  const { question, sources, threshold, mode, termWeights, unseenWeight, calibration, denseTop } = task;
   const out: GroundingResult = {};
   if (mode !== 'extract') {
     out.gate = shouldRefuse(
       question,
       sources.map((s) => ({ text: s.text, score: s.score })),
       threshold,
-      termWeights ? { memo, termWeights, ...(unseenWeight !== undefined ? { unseenWeight } : {}) } : memo,
+      termWeights || calibration
+        ? { memo, termWeights, ...(unseenWeight !== undefined ? { unseenWeight } : {}), ...(calibration ? { calibration } : {}), ...(denseTop !== undefined ? { denseTop } : {}) }
+        : memo,
     );
     if (mode === 'gate' || out.gate.refuse) return out;
   }

@@ -3,12 +3,18 @@ export type { PromptMessage, PromptSource } from './prompt';
 export { parseCitations } from './citations';
 export { extractiveAnswer } from './extractive';
 export type { ExtractiveAnswer, ExtractiveOptions, ExtractiveSource } from './extractive';
-export { evidenceScore, gateEvidence, gateSignals, idfCoverage, scoreGap, shouldRefuse } from './evidence';
+export { evidenceScore, gateEstimate, gateEvidence, gateSignals, idfCoverage, scoreGap, shouldRefuse } from './evidence';
 export type { GateOptions, GateSignals, RefusalDecision } from './evidence';
 export {
+  CALIBRATED_THRESHOLD,
   DEFAULT_CALIBRATION,
-  calibratedThreshold,
+  DEFAULT_TARGET,
+  MIN_SPREAD,
+  Z_MAX,
+  calibrateScript,
   calibrationStale,
+  combinedEvidence,
+  probeZ,
   gateScriptOf,
   idf,
   pseudoQuery,
@@ -20,7 +26,7 @@ export {
   termStatsOf,
   unseenIdf,
 } from './calibration';
-export type { CalibrationOptions, GateCalibration, GateScript, TermStats } from './calibration';
+export type { CalibrationOptions, GateCalibration, GateScript, ScriptCalibration, SignalScale, TermStats } from './calibration';
 export { GATE_PROBES } from './calibration-probes';
 export { LexicalMemo } from './lexical-memo';
 export type { LexicalMemoOptions, LexicalMemoStats } from './lexical-memo';
