@@ -1,10 +1,14 @@
 import type { Degraded, ScoredChunk } from '@rag/contracts';
-import { buildAnswerPrompt, isRefusalAnswer, parseCitations, REFUSAL_MESSAGE, tenantOfDocumentId, type ExtractiveSource, type LexicalMemoOptions } from '@rag/domain';
+import { buildAnswerPrompt, isRefusalAnswer, parseCitations, REFUSAL_MESSAGE, tenantOfDocumentId, type ExtractiveSource, type LexicalMemoOptions, type VerifyMode, parseStructuredStatements, renderStatements, statementsFromCitedText, STATEMENTS_JSON_SCHEMA, type AnswerStatement } from '@rag/domain';
 import { inStage, Logger, setSpanAttributes } from '@rag/platform';
-import type { Grounding, Llm } from '@rag/ports';
+import type { ChatMessage, Grounding, Llm } from '@rag/ports';
 import type { GateSettings } from './gate-calibration';
+import { AnswerVerifier, statementsOf, type VerifierEmbed } from './generator.service.verify';
 import { InProcessGrounding } from './in-process-grounding';
 import type { GenerateCall, GenerationResult } from './query-path';
+
+/** An answer before verification: `draft` holds its statements when the answerer wrote them (else they are parsed from the text). */
+type Drafted = GenerationResult & { draft?: AnswerStatement[] };
 
 export interface GeneratorOptions {
   /** Evidence under this threshold → refusal (the override RAG_REFUSAL_THRESHOLD, or the fallback when `gate` is absent or has no calibration). */
@@ -24,6 +28,10 @@ export interface GeneratorOptions {
    * worker pool keeps its own memo per worker).
    */
   lexicalMemo?: LexicalMemoOptions;
+  /** RAG_VERIFY: what to do with statements their cited sources do not support (default mark). */
+  verify?: VerifyMode;
+  /** The query embedder for the verifier's semantic support, when this process has one (resolved on first use). */
+  verifierEmbed?: () => VerifierEmbed | undefined;
 }
 
 /**
@@ -35,12 +43,14 @@ export interface GeneratorOptions {
 export class GeneratorService implements GenerateCall {
   private readonly log = new Logger('generator');
   private readonly grounding: Grounding;
+  private readonly verifier: AnswerVerifier;
   constructor(
     private readonly llm: Llm | null,
     private readonly opts: GeneratorOptions,
     grounding?: Grounding,
   ) {
     this.grounding = grounding ?? new InProcessGrounding(opts.lexicalMemo);
+    this.verifier = new AnswerVerifier(opts.verify ?? 'mark', opts.verifierEmbed);
   }
 
   /** Hits, misses and size of the text-analysis memo of in-process grounding (null without one, or off-process). */
@@ -56,19 +66,40 @@ export class GeneratorService implements GenerateCall {
   generate(question: string, all: ScoredChunk[], onDelta?: (t: string) => void, signal?: AbortSignal): Promise<GenerationResult> {
     const attributes = { 'rag.sources': Math.min(all.length, this.opts.maxSources), 'rag.llm.model': this.llm?.id ?? 'extractive' };
     return inStage('generate', attributes, async () => {
-      const r = await this.answer(question, all, onDelta, signal);
+      const r = await this.verified(question, all, onDelta, signal);
       setSpanAttributes({ 'rag.refused': r.refused, 'rag.citations': r.cited_refs.length, 'rag.evidence': r.evidence, 'rag.degraded': r.degraded.join(',') });
       return r;
     });
   }
 
-  private async answer(question: string, all: ScoredChunk[], onDelta?: (t: string) => void, signal?: AbortSignal): Promise<GenerationResult> {
+  /**
+   * The answer, then its statements verified against the sources they cite (RAG_VERIFY): `mark` keeps them all, each
+   * with `supported`; `drop` rewrites the answer from the supported ones; `refuse` (or `drop` with none left) answers
+   * with the refusal. A streamed answer has already gone out as deltas: the verification is in the final result
+   * (the SSE `done` event), and a dropped or refused answer replaces the streamed text there.
+   */
+  private async verified(question: string, all: ScoredChunk[], onDelta?: (t: string) => void, signal?: AbortSignal): Promise<GenerationResult> {
+    const r = await this.answer(question, all, onDelta, signal);
+    if (r.refused) return r;
+    const sources = all.slice(0, this.opts.maxSources).map((s, i) => ({ ref: i + 1, text: s.parent_text ?? s.text }));
+    const drafted = r.draft ?? statementsFromCitedText(r.answer, sources.length);
+    const v = await this.verifier.verify(drafted, sources, signal);
+    setSpanAttributes({ 'rag.statements': v.statements.length, 'rag.support_rate': v.supportRate });
+    const { draft: _draft, ...result } = r;
+    if (v.refuse) return { ...result, answer: REFUSAL_MESSAGE, refused: true, cited_refs: [], statements: [] };
+    const statements = statementsOf(v);
+    if (v.kept.length === v.statements.length) return { ...result, statements };
+    const answer = renderStatements(v.kept);
+    return { ...result, answer, cited_refs: parseCitations(answer, sources.length), statements };
+  }
+
+  private async answer(question: string, all: ScoredChunk[], onDelta?: (t: string) => void, signal?: AbortSignal): Promise<Drafted> {
     const sources = all.slice(0, this.opts.maxSources);
     const context = (s: ScoredChunk) => s.parent_text ?? s.text;
     const grounded: ExtractiveSource[] = sources.map((s, i) => ({ ref: i + 1, text: context(s), score: s.score, title: s.title }));
-    const refusal = (evidence: number): GenerationResult => {
+    const refusal = (evidence: number): Drafted => {
       onDelta?.(REFUSAL_MESSAGE);
-      return { answer: REFUSAL_MESSAGE, refused: true, cited_refs: [], degraded: [], evidence };
+      return { answer: REFUSAL_MESSAGE, refused: true, cited_refs: [], degraded: [], evidence, statements: [] };
     };
     // The gate's settings: the tenant's calibration (the tenant is the one of the retrieved chunks), else the fixed threshold.
     const settings = this.opts.gate && sources.length ? await this.opts.gate.settingsFor(tenantOfDocumentId(sources[0]!.document_id), question) : undefined;
@@ -95,6 +126,10 @@ export class GeneratorService implements GenerateCall {
         );
         const timeout = AbortSignal.timeout(this.opts.llmTimeoutMs);
         const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
+        // Not streamed and the adapter can constrain its output: ask for statements as JSON (schema-constrained), else
+        // — or when that fails or does not parse after repair — the streamed cited text, split into statements later.
+        const structured = !onDelta && this.llm.generateJson ? await this.structured(messages, sources.length, combined) : null;
+        if (structured) return { ...structured, degraded, evidence: gate.evidence };
         let answer = '';
         for await (const delta of this.llm.stream(messages, { signal: combined, temperature: 0 })) {
           answer += delta;
@@ -108,6 +143,7 @@ export class GeneratorService implements GenerateCall {
           cited_refs: refused ? [] : parseCitations(answer, sources.length),
           degraded,
           evidence: gate.evidence,
+          statements: [],
         };
       } catch (e) {
         this.log.warn('LLM failed; answering extractively', { error: String(e) });
@@ -119,8 +155,38 @@ export class GeneratorService implements GenerateCall {
       this.log.warn('extractive answer ran past RAG_QUERY_WORKER_TIMEOUT_MS; refusing');
       return { ...refusal(gate.evidence), degraded };
     }
-    const answer = ex.extractive ?? { answer: '', citedRefs: [] };
+    const answer = ex.extractive ?? { answer: '', citedRefs: [], sentences: [] };
     onDelta?.(answer.answer);
-    return { answer: answer.answer, refused: false, cited_refs: answer.citedRefs, degraded, evidence: gate.evidence };
+    // The extractive answer's statements are its sentences, each citing its source.
+    const draft = answer.sentences.map((x) => ({ text: x.text, source_ids: [x.ref] }));
+    return { answer: answer.answer, refused: false, cited_refs: answer.citedRefs, degraded, evidence: gate.evidence, statements: [], draft };
+  }
+
+  /** The LLM's answer as schema-constrained JSON statements (repaired when needed); null when it fails or does not parse. */
+  private async structured(messages: ChatMessage[], maxRef: number, signal: AbortSignal): Promise<Omit<Drafted, 'degraded' | 'evidence'> | null> {
+    const ask: ChatMessage[] = [
+      ...messages,
+      {
+        role: 'user',
+        content:
+          'Reply as JSON: {"statements": [{"text": "<one claim, in the language of the question>", "source_ids": [<the numbers of the sources that support it>]}]}. ' +
+          `If the sources do not contain the answer, reply {"statements": [{"text": "${REFUSAL_MESSAGE}", "source_ids": []}]}.`,
+      },
+    ];
+    try {
+      const r = await this.llm!.generateJson!(ask, STATEMENTS_JSON_SCHEMA, { signal, temperature: 0 });
+      const statements = parseStructuredStatements(r.value, maxRef) ?? parseStructuredStatements(r.text, maxRef);
+      if (!statements) {
+        this.log.warn('LLM structured answer did not parse; streaming the cited text instead');
+        return null;
+      }
+      const answer = renderStatements(statements);
+      if (statements.length === 1 && isRefusalAnswer(statements[0]!.text)) return { answer: REFUSAL_MESSAGE, refused: true, cited_refs: [], statements: [] };
+      return { answer, refused: false, cited_refs: parseCitations(answer, maxRef), statements: [], draft: statements };
+    } catch (e) {
+      if (signal.aborted) throw e;
+      this.log.warn('LLM structured answer failed; streaming the cited text instead', { error: String(e) });
+      return null;
+    }
   }
 }

@@ -9,3 +9,4 @@ export * from './agent';
 export * from './corrective';
 export * from './in-process-grounding';
 export * from './gate-calibration';
+export * from './generator.service.verify';

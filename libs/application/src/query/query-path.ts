@@ -41,7 +41,7 @@ export interface RetrieveRequest {
 
 /**
  * The outcome of Generate: the final GenerateChunk of rag.proto (answer, refused, cited_refs — 1-based refs into
- * `sources` in order of first citation —, evidence — the refusal gate's score) with `degraded` narrowed to the known
+ * `sources` in order of first citation —, evidence — the refusal gate's score —, statements — the verified claims) with `degraded` narrowed to the known
  * parts. One definition: a field renamed in the .proto breaks every use here at compile time.
  */
-export type GenerationResult = Pick<RagV1.GenerateChunk, 'answer' | 'refused' | 'cited_refs' | 'evidence'> & { degraded: Degraded[] };
+export type GenerationResult = Pick<RagV1.GenerateChunk, 'answer' | 'refused' | 'cited_refs' | 'evidence' | 'statements'> & { degraded: Degraded[] };

@@ -193,6 +193,7 @@ export class QueryOrchestrator {
       answer: gen.answer,
       refused: gen.refused,
       citations,
+      statements: gen.statements.map((s) => ({ text: s.text, source_ids: [...s.source_ids], support: s.support, supported: s.supported })),
       degraded: [...new Set([...r.degraded, ...gen.degraded])],
       timings_ms: timings,
       trace_id: traceId,

@@ -84,10 +84,34 @@ export interface Citation {
   context?: string;
 }
 
+/**
+ * One claim of an answer (issue 15): `source_ids` are the refs of the `citations` it cites ([n]); `support` in [0, 1]
+ * is how well those sources support it (the verifier: lexical overlap, plus embedding similarity when the query
+ * embedder is at hand); `supported` is support ≥ the verifier's threshold. RAG_VERIFY=mark (default) keeps
+ * unsupported statements marked, drop removes them, refuse refuses the answer.
+ */
+export interface Statement {
+  text: string;
+  source_ids: number[];
+  support: number;
+  supported: boolean;
+}
+
+export const StatementSchema = z
+  .object({
+    text: z.string(),
+    source_ids: z.array(z.number().int().min(1)),
+    support: z.number().min(0).max(1),
+    supported: z.boolean(),
+  })
+  .strict();
+
 export interface QueryAnswer {
   answer: string;
   refused: boolean;
   citations: Citation[];
+  /** The answer's claims with their sources and support (empty for a refusal). */
+  statements: Statement[];
   degraded: Degraded[];
   timings_ms: Record<string, number>;
   trace_id: string;

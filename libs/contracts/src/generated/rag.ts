@@ -96,6 +96,19 @@ export interface GenerateChunk {
   answer: string;
   /** Evidence score of the refusal gate (final chunk only). */
   evidence: number;
+  /** The answer's claims, each with the refs it cites and how well they support it (final chunk only; issue 15). */
+  statements: Statement[];
+}
+
+/**
+ * One claim of an answer: its text, the citation refs ([n], 1-based into the request's sources) it cites, its
+ * support in [0, 1] by the verifier, and whether that reaches the verifier's threshold.
+ */
+export interface Statement {
+  text: string;
+  source_ids: number[];
+  support: number;
+  supported: boolean;
 }
 
 export interface EmbedderClient {

@@ -195,6 +195,12 @@ export const ConfigSchema = z.object({
   /** Relevance gate calibrated per tenant from its own index (libs/application query/gate-calibration.ts); `off` = fixed threshold. */
   RAG_GATE_CALIBRATION: z.enum(['auto', 'off']).default('auto'),
   /**
+   * Verification of the answer's statements against the chunks they cite (issue 15): `mark` keeps every statement with
+   * its support and `supported` flag, `drop` removes the unsupported ones from the answer, `refuse` refuses the answer
+   * when any statement is unsupported.
+   */
+  RAG_VERIFY: z.enum(['mark', 'drop', 'refuse']).default('mark'),
+  /**
    * Generator: a bounded LRU memo of the gate's and the extractive answerer's text analysis (tokens, sentences,
    * bigrams), keyed by the source text, so a source seen before is not re-tokenized (issue 13 item 3). Most texts
    * held (0 disables) and most characters of source text held. Heap per character held, measured: ≈ 14 B for English

@@ -9,11 +9,11 @@ import { GrpcErrorFilter } from '../grpc/grpc-errors';
 import { generateRequestFromWire } from '../grpc/grpc-mapping';
 import { callSignal } from '../grpc/grpc-server';
 
-const delta = (text: string): RagV1.GenerateChunk => ({ delta: text, done: false, refused: false, cited_refs: [], degraded: [], answer: '', evidence: 0 });
+const delta = (text: string): RagV1.GenerateChunk => ({ delta: text, done: false, refused: false, cited_refs: [], degraded: [], answer: '', evidence: 0, statements: [] });
 
 /**
  * Generator.Generate (server streaming): answer deltas as they are produced, then one final chunk (done=true) with
- * the outcome and the refusal gate's evidence. The stream is an Observable Transport.GRPC writes with backpressure;
+ * the outcome, the refusal gate's evidence and the verified statements. The stream is an Observable Transport.GRPC writes with backpressure;
  * the caller going away (cancel, deadline) unsubscribes it and aborts the generation.
  */
 @Controller()
@@ -31,7 +31,7 @@ export class GeneratorGrpcController implements RagV1.GeneratorController {
         .generate(question, sources, (text) => open && text && out.next(delta(text)), signal)
         .then(
           (r) => {
-            out.next({ delta: '', done: true, refused: r.refused, cited_refs: r.cited_refs, degraded: r.degraded, answer: r.answer, evidence: r.evidence });
+            out.next({ delta: '', done: true, refused: r.refused, cited_refs: r.cited_refs, degraded: r.degraded, answer: r.answer, evidence: r.evidence, statements: r.statements });
             out.complete();
           },
           (e: unknown) => out.error(e),

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { Inject, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { createWorkerGrounding, FileGateCalibrationStore } from '@rag/adapters';
-import { GateCalibrator, GeneratorService, InProcessGrounding, registryCalibrationSample, type GeneratorOptions, type QueryEmbeddingCall, type RetrieveCall } from '@rag/application';
+import { GateCalibrator, GeneratorService, InProcessGrounding, registryCalibrationSample, type GeneratorOptions, type QueryEmbeddingCall, type RetrieveCall, type VerifierEmbed } from '@rag/application';
 import { normalizeQuery } from '@rag/domain';
 import type { AppConfig } from '@rag/platform';
 import { GROUNDING, KEYWORD_INDEX, LLM, REGISTRY, VECTOR_STORE, type Grounding, type KeywordIndex, type Llm, type Registry, type VectorStore } from '@rag/ports';
@@ -55,6 +55,25 @@ function calibratedGate(moduleRef: ModuleRef, c: AppConfig): GeneratorOptions['g
   };
 }
 
+/**
+ * The query embedder for the verifier's semantic support (RAG_VERIFY), when this process has one (embedded mode);
+ * resolved on first use since it lives in a sibling module. The distributed generator has none: lexical support only.
+ */
+function verifierEmbed(moduleRef: ModuleRef): () => VerifierEmbed | undefined {
+  let embed: VerifierEmbed | null | undefined;
+  return () => {
+    if (embed === undefined) {
+      try {
+        const e = moduleRef.get<QueryEmbeddingCall>(QUERY_EMBEDDING, { strict: false });
+        embed = (text, signal) => e.embedQuery(text, signal);
+      } catch {
+        embed = null;
+      }
+    }
+    return embed ?? undefined;
+  };
+}
+
 /** generator: relevance gate, then the LLM (streamed) or the extractive answerer, citing [n]. */
 @Module({
   providers: [
@@ -79,6 +98,8 @@ function calibratedGate(moduleRef: ModuleRef, c: AppConfig): GeneratorOptions['g
             maxSources: c.RAG_TOP_K,
             lexicalMemo: { maxEntries: c.RAG_GENERATOR_MEMO_ENTRIES, maxChars: c.RAG_GENERATOR_MEMO_CHARS },
             gate: calibratedGate(moduleRef, c),
+            verify: c.RAG_VERIFY,
+            verifierEmbed: verifierEmbed(moduleRef),
           },
           grounding,
         ),

@@ -152,3 +152,16 @@ export function generateRequestFromWire(req: RagV1.GenerateRequest): { question:
   const question = parse(z.string().max(MAX_TEXT), req.question, 'invalid Generate request: question');
   return { question, sources: chunksFromWire(req.sources, 'invalid Generate sources') };
 }
+
+/**
+ * A Generate result's statements as the gateway takes them: proto3 leaves a missing list empty (an older generator
+ * sends none) and defaults numbers to 0; support is clamped into [0, 1], refs kept when positive integers.
+ */
+export function statementsFromWire(list: readonly RagV1.Statement[] | undefined): RagV1.Statement[] {
+  return (list ?? []).map((s) => ({
+    text: s.text ?? '',
+    source_ids: (s.source_ids ?? []).filter((r) => Number.isInteger(r) && r > 0),
+    support: Number.isFinite(s.support) ? Math.min(1, Math.max(0, s.support)) : 0,
+    supported: s.supported === true,
+  }));
+}

@@ -5,7 +5,7 @@ import type { GenerateCall, GenerationResult, QueryEmbeddingCall, RerankCall, Re
 import { GRPC_LOADER_OPTIONS, RAG_GRPC_PACKAGE, RAG_PROTO_PATH, type Degraded, type RagV1, type RetrievalResult, type ScoredChunk } from '@rag/contracts';
 import { AppError, type AppConfig } from '@rag/platform';
 import { fromGrpcError } from './grpc-errors';
-import { fromWireChunk, retrievalFromWire, retrieveRequestToWire, toDegraded, toWireChunk } from './grpc-mapping';
+import { fromWireChunk, retrievalFromWire, retrieveRequestToWire, statementsFromWire, toDegraded, toWireChunk } from './grpc-mapping';
 import { GRPC_MAX_MESSAGE_BYTES } from './grpc-server';
 
 /**
@@ -197,7 +197,7 @@ export class GrpcGenerateClient implements GenerateCall {
       },
     );
     if (!final?.done) throw new AppError('internal', `${what}: the stream ended without its final chunk`);
-    return { answer: final.answer, refused: final.refused, cited_refs: final.cited_refs, degraded: toDegraded(final.degraded), evidence: final.evidence };
+    return { answer: final.answer, refused: final.refused, cited_refs: final.cited_refs, degraded: toDegraded(final.degraded), evidence: final.evidence, statements: statementsFromWire(final.statements) };
   }
 }
 
