@@ -98,8 +98,8 @@ export const ConfigSchema = z.object({
   RAG_CROSSLINGUAL_INPUT_TYPE_FIELD: z.string().default('input_type'),
   /** Query-side weights (no re-index needed): same-script weight of the multilingual leg, its cross-script scale and shift. */
   RAG_CROSSLINGUAL_SAME: num(0, 0, 10),
-  RAG_CROSSLINGUAL_SCALE: num(4, 0.001, 100),
-  RAG_CROSSLINGUAL_SHIFT: num(-2.6, -100, 100),
+  RAG_CROSSLINGUAL_SCALE: num(3.9, 0.001, 100),
+  RAG_CROSSLINGUAL_SHIFT: num(-2.4, -100, 100),
 
   RAG_RERANKER: z.enum(['none', 'cross-encoder', 'http']).default('none'),
   RAG_RERANKER_MODEL: z.string().default('ms-marco-MiniLM-L-6-v2'),
