@@ -105,6 +105,14 @@ program
         return;
       }
       process.stdout.write(`${a.answer}\n\n`);
+      // The verified statements (issue 15): each with its support and the refs it cites; ✗ = under the verifier's threshold.
+      if (a.statements?.length) {
+        for (const st of a.statements) {
+          const refs = st.source_ids.map((r) => `[${r}]`).join('') || '(no source)';
+          process.stdout.write(`${st.supported ? '✓' : '✗'} ${st.support.toFixed(2)} ${refs} ${st.text}\n`);
+        }
+        process.stdout.write('\n');
+      }
       for (const c of a.citations) process.stdout.write(`[${c.ref}] ${c.title} (${c.document_id}) score ${c.score.toFixed(4)}\n`);
       const extra = [a.refused ? 'refused' : '', a.degraded.length ? `degraded: ${a.degraded.join(', ')}` : ''].filter(Boolean).join(' · ');
       process.stdout.write(`\n${extra ? extra + ' · ' : ''}${a.timings_ms.total} ms · trace ${a.trace_id}\n`);

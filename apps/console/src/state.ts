@@ -13,11 +13,14 @@ export interface Citation {
   heading_path?: string[];
 }
 
-/** A statement of the answer and its verification (issue 15); shown only when the API returns them. */
+/** A statement of the answer and its verification (issue 15, @rag/contracts Statement); shown when the API returns them. */
 export interface Statement {
   text: string;
-  status?: string;
-  citations?: number[];
+  /** Refs of the citations it cites. */
+  source_ids: number[];
+  /** In [0, 1]: how well the cited sources support it. */
+  support: number;
+  supported: boolean;
 }
 
 export interface Answer {

@@ -154,8 +154,16 @@ export function AskPage() {
           <h2>{t('statements')}</h2>
           <ul class="statements">
             {a.statements.map((st, i) => (
-              <li key={i} data-status={st.status}>
-                <span class={`badge ${st.status ?? ''}`}>{st.status ?? '—'}</span> {st.text}
+              <li key={i} data-supported={st.supported ? 'true' : 'false'}>
+                <span class={`badge ${st.supported ? 'supported' : 'unsupported'}`} title={`support ${Number(st.support).toFixed(2)}`}>
+                  {st.supported ? '✓' : '✗'} {Math.round(Number(st.support) * 100)}%
+                </span>{' '}
+                {st.text}{' '}
+                {(Array.isArray(st.source_ids) ? st.source_ids : []).map((ref) => (
+                  <button key={ref} type="button" class="ref" disabled={!a.citations.some((c) => c.ref === ref)} onClick={() => showCitation(ref)} aria-label={t('cited_chunk', { ref })}>
+                    [{ref}]
+                  </button>
+                ))}
               </li>
             ))}
           </ul>

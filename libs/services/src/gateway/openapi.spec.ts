@@ -142,3 +142,30 @@ describe('OpenAPI document', () => {
     expect(validate({ id: 'no-file' })).toBe(false);
   });
 });
+
+describe('/v1/query answer schema (issue 15: statements)', () => {
+  const op = operations.find((o) => o.path === '/v1/query' && o.method === 'post')!.op;
+  const schema = (op.responses['200'] as { content: Record<string, { schema: object }> }).content['application/json']!.schema;
+  const validate = ajv.compile(schema);
+  const answer = {
+    answer: 'Lift rises [1].',
+    refused: false,
+    citations: [{ ref: 1 }],
+    statements: [{ text: 'Lift rises.', source_ids: [1], support: 0.9, supported: true }],
+    degraded: [],
+    timings_ms: { total: 3 },
+    trace_id: 't',
+  };
+
+  it('accepts an answer with its statements and requires them', () => {
+    expect(validate(answer), JSON.stringify(validate.errors)).toBe(true);
+    const { statements: _s, ...without } = answer;
+    expect(validate(without)).toBe(false);
+  });
+
+  it('a statement needs text, source_ids, support in [0, 1] and supported', () => {
+    expect(validate({ ...answer, statements: [{ text: 'x', source_ids: [1], support: 1.5, supported: true }] })).toBe(false);
+    expect(validate({ ...answer, statements: [{ text: 'x', source_ids: [0], support: 0.5, supported: false }] })).toBe(false);
+    expect(validate({ ...answer, statements: [{ text: 'x', support: 0.5, supported: false }] })).toBe(false);
+  });
+});

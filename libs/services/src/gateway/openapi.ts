@@ -10,6 +10,7 @@ import {
   LIMITS,
   QueryInputSchema,
   RetrieveInputSchema,
+  StatementSchema,
 } from '@rag/contracts';
 import { MultipartFieldsSchema } from './documents.controller';
 
@@ -174,7 +175,26 @@ export function buildOpenApi(version: string) {
         post: {
           summary: 'Answer a question with citations (stream:true for server-sent events)',
           requestBody: { required: true, content: json(jsonSchemaOf(QueryInputSchema)) },
-          responses: { '200': { description: '{answer, refused, citations: [{ref, document_id, chunk_id, title, text, score, source_url?, heading_path?}], degraded, timings_ms, trace_id}' }, ...bodyErrors },
+          responses: {
+            '200': {
+              description:
+                '{answer, refused, citations: [{ref, document_id, chunk_id, title, text, score, source_url?, heading_path?}], statements: [{text, source_ids, support, supported}], degraded, timings_ms, trace_id}; statements: the answer’s claims, source_ids = the citations’ refs, support in [0, 1] by the verifier (RAG_VERIFY=mark|drop|refuse). With stream:true: `delta` events, then a `done` event carrying this object (the verification included).',
+              content: json({
+                type: 'object',
+                required: ['answer', 'refused', 'citations', 'statements', 'degraded', 'timings_ms', 'trace_id'],
+                properties: {
+                  answer: { type: 'string' },
+                  refused: { type: 'boolean' },
+                  citations: { type: 'array', items: { type: 'object' } },
+                  statements: { type: 'array', items: jsonSchemaOf(StatementSchema) },
+                  degraded: { type: 'array', items: { type: 'string' } },
+                  timings_ms: { type: 'object', additionalProperties: { type: 'number' } },
+                  trace_id: { type: 'string' },
+                },
+              }),
+            },
+            ...bodyErrors,
+          },
         },
       },
       '/v1/retrieve': {

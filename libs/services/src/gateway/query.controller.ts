@@ -46,7 +46,8 @@ export class QueryController {
       return;
     }
     // Server-sent events: `delta` events with answer text as it is produced, then one `done` event with the
-    // whole answer (citations, timings); an `error` event if the query fails after the stream began.
+    // whole answer (citations, timings, and the verification: `statements` with their support — under RAG_VERIFY=drop
+    // or refuse its `answer` can differ from the streamed text); an `error` event if the query fails after the stream began.
     res.status(200);
     res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
     res.setHeader('Cache-Control', 'no-cache');

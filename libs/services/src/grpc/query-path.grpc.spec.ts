@@ -125,6 +125,9 @@ describe('query path over gRPC (real Transport.GRPC servers around the real loca
     expect(a.answer).toBe(b.answer);
     expect(a.refused).toBe(false);
     expect(a.citations).toEqual(b.citations);
+    // The verified statements cross the wire too (GenerateChunk.statements).
+    expect(a.statements.length).toBeGreaterThan(0);
+    expect(a.statements).toEqual(b.statements);
     expect(a.citations[0]?.document_id).toBe('wing');
     expect(a.degraded.sort()).toEqual(b.degraded.sort());
     const refused = await overGrpc.answer({ question: 'Who won the football world cup in 2010?' }, scope);
@@ -157,6 +160,7 @@ describe('query path over gRPC (real Transport.GRPC servers around the real loca
       expect(remote).toEqual(direct);
       expect(remote.answer).toBe('Crossflow vortices destabilise it [1].');
       expect(remote.cited_refs).toEqual([1]);
+      expect(remote.statements).toEqual([expect.objectContaining({ text: 'Crossflow vortices destabilise it.', source_ids: [1] })]);
       expect(remote.evidence).toBeGreaterThan(0);
       // extractive (no LLM) and refusal paths through the default server
       const extractive: string[] = [];
