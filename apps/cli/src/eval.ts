@@ -136,7 +136,6 @@ export async function evaluateMode(client: PlatformClient, dir: string, mode: Ev
       const a = await client.ask(q.text, { mode: searchMode });
       asked++;
       if (a.refused) refused++;
-      await opts.judge?.add(q.text, a, r.results);
       else {
         const st = statementSupport([a as { statements?: readonly unknown[] }]);
         statements += st.statements;
