@@ -84,7 +84,7 @@ export class DocumentsController {
     const who = principalOf(req);
     const parsed = BatchInputSchema.safeParse(body);
     if (!parsed.success) throw invalid(parsed.error.issues);
-    const accepted: { index: number }[] = [];
+    const accepted: ({ index: number } & Record<string, unknown>)[] = [];
     const rejected: { index: number; error: { code: string; message: string } }[] = [];
     // Bulk ingestion (issue 13 item 6): the documents of a batch are accepted a few at a time (each is its own registry
     // transaction and outbox round trip; one at a time made the submit the bottleneck of distributed ingestion).
