@@ -165,8 +165,13 @@ export function useDistributedPlatform(opts: { replicas?: number } = {}): void {
       }),
     );
     for (const s of services) startService(s);
-    for (const s of services) await waitHealthy(s.port, 60_000 * replicas);
-  }, 120_000 + 90_000 * replicas);
+    // 8 × replicas Node processes start at once: on 2 busy cores the last ones can take minutes (replicas 2 here).
+    for (const s of services) {
+      await waitHealthy(s.port, 120_000 * replicas).catch((e: Error) => {
+        throw new Error(`${s.id ?? s.name}: ${e.message}${s.proc?.exitCode != null ? ` (exited with ${s.proc.exitCode})` : ''}`);
+      });
+    }
+  }, 60_000 + 240_000 * replicas);
 
   afterAll(async () => {
     for (const s of services) s.proc?.kill('SIGTERM');

@@ -77,6 +77,16 @@ async function metric(port: number, sample: string): Promise<number> {
   return line ? Number(line.slice(sample.length + 1)) : 0;
 }
 
+/** The sum of every sample of a counter over every service process's /metrics (e.g. all dead letters). */
+async function total(name: string): Promise<number> {
+  let sum = 0;
+  for (const s of services) {
+    const text = await (await fetch(`http://127.0.0.1:${s.port}/metrics`, { signal: AbortSignal.timeout(30_000) })).text();
+    for (const l of text.split('\n')) if (l.startsWith(`${name}{`) || l.startsWith(`${name} `)) sum += Number(l.slice(l.lastIndexOf(' ') + 1));
+  }
+  return sum;
+}
+
 /** Registry rows of the documents whose id starts with `prefix`, straight from PostgreSQL. */
 async function registry(prefix: string) {
   const { rows } = await db.query<{ status: string; n: number; chunks: number; v1: number }>(
@@ -258,6 +268,7 @@ describe('two replicas of every service on PostgreSQL shared state', () => {
     const N = 200;
     const prefix = 'pgout-';
     const pids = services.map((s) => s.proc!.pid);
+    const deadLetters = await total('rag_dlq_messages_total');
     for (let k = 0; k < N; k += 100) {
       const documents = Array.from({ length: 100 }, (_, j) => ({ ...doc(5000 + k + j), id: `${prefix}${k + j}` }));
       const res = await at<{ accepted: unknown[] }>(gatewayUrl(k ? 'gateway-2' : 'gateway-1'), 'POST', '/v1/documents:batch', { documents });
@@ -294,6 +305,7 @@ describe('two replicas of every service on PostgreSQL shared state', () => {
     await expectExactlyOnce(prefix, N);
     // Nothing was restarted: the same processes, all alive and healthy.
     expect(services.map((s) => s.proc!.pid)).toEqual(pids);
+    expect(await total('rag_dlq_messages_total')).toBe(deadLetters); // none dead-lettered (same processes: counters kept)
     for (const s of services) {
       expect(alive(s.id!)).toBe(true);
       await waitHealthy(s.port);
