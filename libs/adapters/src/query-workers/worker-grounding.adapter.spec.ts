@@ -33,6 +33,18 @@ describe('WorkerGrounding', () => {
     expect(p.stats()).toEqual({ inWorker: 13, retriedInProcess: 0, timedOut: 0 });
   }, 60_000);
 
+  it('a calibrated gate task (idf weights, per-index calibration, dense similarity) gives the same decision in a worker', async () => {
+    const p = pool();
+    const calibration = { lexical: { q50: 0.1, q95: 0.4 }, dense: { q50: 0.5, q95: 0.6 }, target: 1.3 };
+    for (const [q, denseTop] of [['what does the wing root carry', 0.82], ['capital of france', 0.51]] as const) {
+      const t: GroundingTask = { ...task(q, 'answer'), threshold: 0.5, termWeights: { wing: 2, root: 3, carry: 1, capital: 6, france: 6 }, unseenWeight: 6, calibration, denseTop };
+      const inProcess = runGrounding(t);
+      expect(await p.run(t)).toEqual(inProcess);
+      expect(inProcess.gate?.signals?.dense_top).toBe(denseTop);
+    }
+    expect(runGrounding({ ...task('capital of france', 'gate'), threshold: 0.5, termWeights: { capital: 6, france: 6 }, calibration, denseTop: 0.51 }).gate?.refuse).toBe(true);
+  }, 60_000);
+
   it('a worker that dies mid-task: the task is answered in process (same result), and the pool goes on', async () => {
     const p = pool({ workerFile: faulty });
     const q = 'CRASH what does the wing root carry';
