@@ -54,6 +54,9 @@ describe('mode: agent (multi-hop) against the OpenAI wire stand-in', () => {
       { id: 'moreau', title: 'Alice Moreau', text: 'Alice Moreau.\n\nAlice Moreau spent her childhood years at Lyon, France.' },
       { id: 'heat', title: 'Heat shields', text: 'Heat shields.\n\nAblative heat shields absorb heat by pyrolysis.' },
       { id: 'wing', title: 'Swept wings', text: 'Swept wings.\n\nCrossflow vortices make the boundary layer on a swept wing unstable near the leading edge.' },
+      // Passages that share words with the question, so that its own retrieval fills its top 3 without the second hop's.
+      { id: 'city', title: 'City projects', text: 'City projects.\n\nThe city council chose a project leader for the new tram line.' },
+      { id: 'grow', title: 'Growing up', text: 'Growing up.\n\nChildren who grow up in a city learn to use public transport early.' },
     ];
     for (const d of docs) expect((await api(server, 'POST', '/v1/documents', d)).status).toBe(202);
     for (const d of docs) await waitForStatus(server, d.id, 'indexed');
@@ -66,13 +69,19 @@ describe('mode: agent (multi-hop) against the OpenAI wire stand-in', () => {
   beforeEach(() => llm.reset());
 
   it('reaches the second passage only through the first, and cites both', async () => {
-    // Single-shot keyword search of the question cannot find the second passage: it shares no word with it.
-    const direct = await api<{ results: { document_id: string }[] }>(server, 'POST', '/v1/retrieve', { query: QUESTION, mode: 'keyword' });
-    expect(direct.status).toBe(200);
-    expect(direct.body.results.map((r) => r.document_id)).not.toContain('moreau');
-
+    // Single-shot retrieval of the question (what the agent's seed search is) does not find the second passage.
+    for (const mode of ['hybrid', 'keyword']) {
+      const direct = await api<{ results: { document_id: string }[] }>(server, 'POST', '/v1/retrieve', { query: QUESTION, mode, top_k: 3 });
+      expect(direct.status).toBe(200);
+      expect(direct.body.results.map((r) => r.document_id)).toContain('zephyr');
+      expect(direct.body.results.map((r) => r.document_id)).not.toContain('moreau');
+    }
     llm.script = multiHopPlanner;
-    const r = await api<Answer>(server, 'POST', '/v1/query', { question: QUESTION, mode: 'agent' });
+    const single = await api<Answer>(server, 'POST', '/v1/query', { question: QUESTION, top_k: 3 });
+    expect(single.body.citations.map((c) => c.document_id)).toEqual(['zephyr']);
+
+    llm.reset();
+    const r = await api<Answer>(server, 'POST', '/v1/query', { question: QUESTION, mode: 'agent', top_k: 3 });
     expect(r.status).toBe(200);
     expect(r.body.refused).toBe(false);
     expect(r.body.degraded).toEqual([]);
@@ -80,15 +89,16 @@ describe('mode: agent (multi-hop) against the OpenAI wire stand-in', () => {
     expect(r.body.answer).toContain('Lyon');
 
     const plans = llm.of('plan');
-    expect(plans).toHaveLength(3);
-    // The name the second hop searched for was not known before the first hop found it.
-    expect(plans[0]!.user).not.toContain('Alice Moreau');
-    expect(plans[0]!.user).toContain('Passages found so far: none.');
-    expect(plans[1]!.user).toContain('Alice Moreau');
-    expect(plans[1]!.user).not.toContain('Lyon');
-    expect(plans[2]!.user).toContain('Lyon');
-    expect(plans[2]!.user).toContain('keyword_search "Alice Moreau childhood"');
-    expect(hops(r.body.timings_ms)).toEqual(['agent_hop1', 'agent_hop2', 'agent_hop3']);
+    expect(plans).toHaveLength(2);
+    // The first plan saw the question's own retrieval (the leader's passage) but not the second passage; the search
+    // that found it names the leader, which only the first passage says.
+    expect(plans[0]!.user).toContain('led by the engineer Alice Moreau');
+    expect(plans[0]!.user).not.toContain('Lyon');
+    expect(plans[0]!.user).toContain('Calls made: none.');
+    expect(plans[1]!.user).toContain('Lyon');
+    expect(plans[1]!.user).toContain('keyword_search "Alice Moreau childhood" -> 1 new passage(s)');
+    expect(hops(r.body.timings_ms)).toEqual(['agent_hop1', 'agent_hop2']);
+    expect(r.body.timings_ms.agent_seed).toBeGreaterThanOrEqual(0);
     expect(r.body.timings_ms.agent_plan).toBeGreaterThanOrEqual(0);
     expect(r.body.timings_ms.generate).toBeGreaterThanOrEqual(0);
     // One answer call, after the loop.
@@ -108,7 +118,7 @@ describe('mode: agent (multi-hop) against the OpenAI wire stand-in', () => {
 
   it('stops when the LLM repeats a call it already made', async () => {
     llm.script = (r) => (r.kind === 'plan' ? '{"action":"keyword_search","query":"Zephyr project leader"}' : r.kind === 'answer' ? 'Alice Moreau [1].' : '');
-    const r = await api<Answer>(server, 'POST', '/v1/query', { question: QUESTION, mode: 'agent' });
+    const r = await api<Answer>(server, 'POST', '/v1/query', { question: QUESTION, mode: 'agent', top_k: 3 });
     expect(r.status).toBe(200);
     expect(llm.of('plan')).toHaveLength(2);
     expect(hops(r.body.timings_ms)).toEqual(['agent_hop1', 'agent_hop2']);
@@ -121,7 +131,7 @@ describe('mode: agent (multi-hop) against the OpenAI wire stand-in', () => {
       if (r.kind === 'plan') return ++plan === 1 ? "Sure! Here is my next step:\n```\n{action: 'keyword_search', query: 'Zephyr project leader',}\n```" : 'I am not sure what to do next.';
       return r.kind === 'answer' ? multiHopPlanner(r) : '';
     };
-    const r = await api<Answer>(server, 'POST', '/v1/query', { question: QUESTION, mode: 'agent' });
+    const r = await api<Answer>(server, 'POST', '/v1/query', { question: QUESTION, mode: 'agent', top_k: 3 });
     expect(r.status).toBe(200);
     expect(llm.of('plan')).toHaveLength(2);
     // The repaired first action ran (it found the leader); the unusable second one ended the loop.
@@ -131,7 +141,7 @@ describe('mode: agent (multi-hop) against the OpenAI wire stand-in', () => {
     expect(hops(r.body.timings_ms)).toEqual(['agent_hop1', 'agent_hop2']);
   });
 
-  it('answers from the question itself when the LLM fails on the first step (provider error)', async () => {
+  it('answers from the seed (the question itself) when the LLM fails on the first step (provider error)', async () => {
     llm.script = (r) => (r.kind === 'plan' ? { status: 500, message: 'model overloaded' } : r.kind === 'answer' ? 'Ablative shields absorb heat by pyrolysis [1].' : '');
     const r = await api<Answer>(server, 'POST', '/v1/query', { question: 'How do ablative heat shields absorb heat?', mode: 'agent' });
     expect(r.status).toBe(200);
@@ -142,7 +152,7 @@ describe('mode: agent (multi-hop) against the OpenAI wire stand-in', () => {
   });
 
   it('ends with a refusal when the hops find nothing that answers', async () => {
-    llm.script = (r) => (r.kind === 'plan' ? (r.user.includes('none.') ? '{"action":"keyword_search","query":"Mona Lisa painter"}' : '{"action":"answer"}') : r.kind === 'answer' ? 'I cannot answer this question from the provided sources.' : '');
+    llm.script = (r) => (r.kind === 'plan' ? (r.user.includes('Calls made: none.') ? '{"action":"keyword_search","query":"Mona Lisa painter"}' : '{"action":"answer"}') : r.kind === 'answer' ? 'I cannot answer this question from the provided sources.' : '');
     const r = await api<Answer>(server, 'POST', '/v1/query', { question: 'Who painted the Mona Lisa?', mode: 'agent' });
     expect(r.status).toBe(200);
     expect(r.body.refused).toBe(true);

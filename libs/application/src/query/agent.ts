@@ -40,7 +40,7 @@ export interface AgentOptions {
 /** What one hop did; `action` is null when the LLM gave none and nothing ran. */
 export interface AgentHop {
   step: number;
-  /** The tool that ran: the LLM's choice, or `question_search` (the question itself, hybrid) as the fallback. */
+  /** The tool that ran: the LLM's choice (`question_search`: the seed, the question itself searched hybrid). */
   tool: AgentAction['action'] | 'question_search' | null;
   action: AgentAction | null;
   /** Passages the tool returned, and how many of them were new to the evidence. */
@@ -69,9 +69,10 @@ export interface AgentRun {
  * keyword or filtered (hybrid + one metadata equality) search, or fetch_document (more chunks of the document a
  * passage came from, its parent sections with them) — and its results join the evidence. The loop stops when the
  * LLM answers `answer`, when it repeats a call, at the cap, or when the LLM fails or writes nothing usable (then
- * `llm` is degraded). Without any evidence the question itself is searched (hybrid) so that the answer step always
- * has the single-shot evidence at least. The caller's filters and scope apply to every tool call: the agent can
- * narrow a search, never widen it.
+ * `llm` is degraded). Before the first hop the question itself is searched as single-shot does (the seed, not a
+ * hop), so the evidence always holds the single-shot evidence at least — a weak planner (a small base model) costs
+ * latency, never recall. The caller's filters and scope apply to every tool call: the agent can narrow a search,
+ * never widen it.
  */
 export class AgentLoop {
   private readonly log = new Logger('agent');
@@ -112,6 +113,13 @@ export class AgentLoop {
       }
     };
 
+    // The seed: the question itself, searched as single-shot would (hybrid, the request's filters), before any hop.
+    // The planner then sees what plain retrieval found (a multi-hop question's bridge entity is usually in it), and
+    // the evidence is never worse than single-shot's: its list stays in the fusion. Not a hop (no LLM call).
+    const seedHop: AgentHop = { step: 0, tool: null, action: null, found: 0, added: 0, plan_ms: 0, tool_ms: 0, repaired: false };
+    await runTool('question_search', { query: question, mode: 'hybrid', filters }, seedHop);
+    timings.agent_seed = seedHop.tool_ms;
+
     while (steps.next()) {
       const step = steps.taken;
       const hop: AgentHop = { step, tool: null, action: null, found: 0, added: 0, plan_ms: 0, tool_ms: 0, repaired: false };
@@ -127,7 +135,6 @@ export class AgentLoop {
           hop.error = decided.error;
           stop = 'llm_error';
           done = true;
-          if (evidence.length === 0) await runTool('question_search', { query: question, mode: 'hybrid', filters }, hop);
         } else {
           const action = decided.action;
           hop.action = action;
@@ -135,7 +142,6 @@ export class AgentLoop {
           if (action.action === 'answer') {
             stop = 'answer';
             done = true;
-            if (evidence.length === 0) await runTool('question_search', { query: question, mode: 'hybrid', filters }, hop);
           } else if (!steps.record(action)) {
             stop = 'repeat';
             done = true;
