@@ -71,3 +71,28 @@ describe('prepareModels (start-up check)', () => {
     }
   });
 });
+
+describe('createEmbedder / embeddingSpace with RAG_CROSSLINGUAL_URL', () => {
+  it('builds the pair plus the multilingual leg, and embeddingSpace names it without a model load or a call to the server', async () => {
+    const { TEST_MODELS_DIR, ensureTestModels } = await import('../onnx-embedder/test-models');
+    ensureTestModels(['bge-small-zh-v1.5-q', 'bge-small-en-v1.5-q']);
+    const dataDir = mkdtempSync(join(tmpdir(), 'rag-xling-space-'));
+    // Port 9 (discard): nothing answers there, and nothing may be asked while the embedder is only built.
+    const config = loadConfig({ RAG_MODELS_DIR: TEST_MODELS_DIR, RAG_MODELS_AUTO_FETCH: 'false', RAG_DATA_DIR: dataDir, RAG_CROSSLINGUAL_URL: 'http://127.0.0.1:9' });
+    const e = await createEmbedder(config);
+    try {
+      const pair = 'routed-script:onnx:bge-small-zh-v1.5-q+onnx:bge-small-en-v1.5-q';
+      expect(e).toMatchObject({ modelId: `xling:${pair}+http:multilingual-e5-small-q4`, dim: 896 + 2 * 384 + 2 });
+      expect(await embeddingSpace(config)).toEqual({ modelId: e.modelId, dim: e.dim });
+      // Without the URL: the pair's own space.
+      expect(await embeddingSpace({ ...config, RAG_CROSSLINGUAL_URL: undefined })).toEqual({ modelId: pair, dim: 896 });
+    } finally {
+      await e.close?.();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 15 * 60_000);
+
+  it('is a start-up error with another embedder', () => {
+    expect(() => loadConfig({ RAG_EMBEDDER: 'hashing', RAG_CROSSLINGUAL_URL: 'http://127.0.0.1:8089' })).toThrow(/RAG_CROSSLINGUAL_URL needs RAG_EMBEDDER=onnx/);
+  });
+});
