@@ -227,6 +227,21 @@ function alertingRules() {
       },
     },
     {
+      // Exactly one gateway replica runs the reconciler (PostgreSQL advisory lock, rag_leader{name} per replica).
+      // None: source changes stop being reconciled; two: the lock is broken. Fires on either after 5 minutes (a
+      // failover takes one lock retry, seconds). With no gateway scraped at all the sum is empty and this is silent:
+      // the availability SLO covers that case.
+      alert: 'RagReconcilerLeaderCount',
+      expr: 'sum(rag_leader{name="reconciler"}) != 1',
+      for: '5m',
+      labels: { severity: 'critical' },
+      annotations: {
+        summary: 'Not exactly one gateway runs the reconciler',
+        description: '{{ $value }} gateway replicas hold the reconciler lease (want 1).',
+        runbook: `${RUNBOOK}-leader`,
+      },
+    },
+    {
       alert: 'RagAnswersDegraded',
       expr: 'rag:degraded_answers:ratio_5m > 0.1',
       for: '10m',
