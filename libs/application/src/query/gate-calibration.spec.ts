@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { evidenceScore, GATE_PROBES, LexicalMemo, type GateCalibration } from '@rag/domain';
 import type { GateCalibrationStore } from '@rag/ports';
 import { GateCalibrator, type CalibrationIndex } from './gate-calibration';
+import { GeneratorService } from './generator.service';
 
 /** A store in memory (the file store has its own spec in libs/adapters). */
 class MemoryStore implements GateCalibrationStore {
@@ -190,5 +191,34 @@ describe('GATE_PROBES and the out-of-domain measurement sets', () => {
         expect(probes.has(norm(q.text)), `${f}: ${q.text}`).toBe(false);
       }
     }
+  });
+});
+
+describe('GeneratorService with a calibrated gate', () => {
+  const chunk = (doc: string, text: string, score: number) => ({ chunk_id: `${doc}#v1#0`, document_id: doc, title: 'T', text, score, heading_path: [] });
+
+  it('asks the gate settings of the sources’ tenant and decides with them', async () => {
+    const asked: string[] = [];
+    const calibration = { lexical: { q50: 0.1, q95: 0.4 }, dense: { q50: 0.5, q95: 0.6 }, target: 1.3 };
+    const gate = {
+      async settingsFor(tenant: string, question: string) {
+        asked.push(tenant);
+        // a strong dense match for the on-topic question, a probe-like one for the other
+        const denseTop = question.includes('wing') ? 0.85 : 0.52;
+        return { threshold: 0.5, termWeights: { wing: 2, root: 3, carry: 1, capital: 6, france: 6 }, unseenWeight: 6, calibration, denseTop, calibrated: true };
+      },
+    };
+    const g = new GeneratorService(null, { refusalThreshold: 0.45, llmTimeoutMs: 1000, maxSources: 5, gate });
+    const sources = [chunk('acme#wings', 'The wing root carries the bending load.', 2), chunk('acme#other', 'Spars take shear.', 1)];
+    const on = await g.generate('what does the wing root carry', sources);
+    expect(on.refused).toBe(false);
+    expect(on.evidence).toBeGreaterThanOrEqual(0.5);
+    const off = await g.generate('capital of france', sources);
+    expect(off.refused).toBe(true);
+    expect(off.evidence).toBeLessThan(0.5);
+    expect(asked).toEqual(['acme', 'acme']);
+    // no sources: refused without asking for settings
+    expect((await g.generate('what does the wing root carry', [])).refused).toBe(true);
+    expect(asked).toHaveLength(2);
   });
 });
