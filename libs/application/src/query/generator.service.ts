@@ -185,6 +185,15 @@ export class GeneratorService implements GenerateCall {
       return { answer, refused: false, cited_refs: parseCitations(answer, maxRef), statements: [], draft: statements };
     } catch (e) {
       if (signal.aborted) throw e;
+      // A JSON answer cut at the token limit (or not parsing) still holds the statements written so far: keep those
+      // rather than spending a second call on the streamed text.
+      const text = (e as { details?: { text?: unknown } }).details?.text;
+      const salvaged = typeof text === 'string' ? parseStructuredStatements(text, maxRef) : null;
+      if (salvaged) {
+        this.log.warn('LLM structured answer incomplete; keeping the statements it wrote', { error: String(e) });
+        const answer = renderStatements(salvaged);
+        return { answer, refused: false, cited_refs: parseCitations(answer, maxRef), statements: [], draft: salvaged };
+      }
       this.log.warn('LLM structured answer failed; streaming the cited text instead', { error: String(e) });
       return null;
     }

@@ -94,6 +94,28 @@ describe('GeneratorService statements and verification (RAG_VERIFY)', () => {
     expect(fallback.statements).toHaveLength(2);
   });
 
+  it('structured output cut at the token limit keeps the statements written so far, without a second call', async () => {
+    let streamed = false;
+    const llm: Llm = {
+      id: 'truncating',
+      async *stream() {
+        streamed = true;
+        yield 'unused';
+      },
+      async complete() {
+        return { text: '' };
+      },
+      async generateJson() {
+        // What the local adapter throws when the JSON answer hits maxTokens (AppError with the text so far).
+        throw Object.assign(new Error('local LLM: the JSON answer was cut at 24 tokens'), { details: { text: '{"statements": [{"text": "The wing root carries the bending load.", "source_ids": [1]}, {"text": "Spa' } });
+      },
+    };
+    const r = await new GeneratorService(llm, base).generate(question, sources);
+    expect(streamed).toBe(false);
+    expect(r.answer).toBe('The wing root carries the bending load [1]. Spa');
+    expect(r.statements.map((s) => s.supported)).toEqual([true, false]);
+  });
+
   it('the verifier uses the embedder for statements lexical overlap leaves unsupported', async () => {
     const seen: string[] = [];
     // Embeddings at the port: a paraphrase and its source get the same vector (cosine 1), everything else orthogonal.

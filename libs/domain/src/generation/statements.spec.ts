@@ -29,6 +29,13 @@ describe('parseStructuredStatements', () => {
     expect(parseStructuredStatements('[{"text": "Drag.", "source_ids": [3]}]', 3)).toEqual([{ text: 'Drag.', source_ids: [3] }]);
   });
 
+  it('salvages JSON cut off at a token limit: the statements written so far', () => {
+    expect(parseStructuredStatements('{"statements": [{"text": "Lift rises.", "source_ids": [1, 2]}, {"text": "Drag gro', 3)).toEqual([
+      { text: 'Lift rises.', source_ids: [1, 2] },
+      { text: 'Drag gro', source_ids: [] },
+    ]);
+  });
+
   it('gives null when nothing usable parses (the caller falls back to the cited text)', () => {
     expect(parseStructuredStatements('Lift rises [1].', 3)).toBeNull();
     expect(parseStructuredStatements('{"statements": [{"text": ""}]}', 3)).toBeNull();

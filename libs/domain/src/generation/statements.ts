@@ -64,8 +64,9 @@ export function statementsFromCitedText(answer: string, maxRef: number): AnswerS
 export function parseStructuredStatements(value: unknown, maxRef: number): AnswerStatement[] | null {
   let v = value;
   if (typeof v === 'string') {
-    v = repairJson(v);
-    if (v === undefined) return null;
+    const raw = v;
+    v = repairJson(raw);
+    if (v === undefined) return salvageTruncated(raw, maxRef);
   }
   const list = Array.isArray(v) ? v : typeof v === 'object' && v !== null ? (v as Record<string, unknown>)['statements'] : undefined;
   if (!Array.isArray(list)) return null;
@@ -81,6 +82,32 @@ export function parseStructuredStatements(value: unknown, maxRef: number): Answe
     const given = o['source_ids'];
     if (Array.isArray(given)) for (const x of given) add(typeof x === 'number' ? x : typeof x === 'string' ? Number(x.replace(/[^\d]/g, '') || NaN) : NaN);
     for (const r of parseCitations(raw, maxRef)) add(r); // refs written into the text count too
+    out.push({ text, source_ids: ids });
+  }
+  return out.length > 0 ? out : null;
+}
+
+/**
+ * The statements of JSON cut off mid-way (an output token limit): every `"text": "…"` written, the last one possibly
+ * unterminated, with the `source_ids` written after it when they are complete. Null when there is none.
+ */
+function salvageTruncated(raw: string, maxRef: number): AnswerStatement[] | null {
+  const out: AnswerStatement[] = [];
+  const re = /"text"\s*:\s*"((?:[^"\\]|\\.)*)("?)(?:\s*,\s*"source_ids"\s*:\s*\[([\d\s,]*)\])?/gu;
+  for (const m of raw.matchAll(re)) {
+    let text: string;
+    try {
+      text = JSON.parse(`"${m[1]!.replace(/\\$/u, '')}"`) as string;
+    } catch {
+      text = m[1]!;
+    }
+    text = withoutCitations(text);
+    if (!text) continue;
+    const ids = (m[3] ?? '')
+      .split(',')
+      .map((x) => Number(x.trim()))
+      .filter((n, i, all) => Number.isInteger(n) && n >= 1 && n <= maxRef && all.indexOf(n) === i);
+    for (const r of parseCitations(m[1]!, maxRef)) if (!ids.includes(r)) ids.push(r);
     out.push({ text, source_ids: ids });
   }
   return out.length > 0 ? out : null;
