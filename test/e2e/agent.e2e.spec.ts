@@ -60,7 +60,7 @@ describe('mode: agent (multi-hop) against the OpenAI wire stand-in', () => {
     ];
     for (const d of docs) expect((await api(server, 'POST', '/v1/documents', d)).status).toBe(202);
     for (const d of docs) await waitForStatus(server, d.id, 'indexed');
-  }, 120_000);
+  }, 300_000);
   afterAll(async () => {
     await server?.stop();
     if (server) removeDir(server.dataDir);
@@ -213,5 +213,5 @@ describe('agent settings', () => {
       await server.stop();
       removeDir(server.dataDir);
     }
-  }, 60_000);
+  }, 180_000);
 });

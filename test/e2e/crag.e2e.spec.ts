@@ -40,7 +40,7 @@ describe('corrective retrieval with an LLM (OpenAI wire stand-in)', () => {
     const env = { RAG_LLM: 'openai', RAG_LLM_BASE_URL: baseUrl, RAG_LLM_MODEL: 'test-model', RAG_LLM_TIMEOUT_MS: '5000' };
     server = await seeded(env);
     off = await seeded({ ...env, RAG_CORRECTIVE: 'off' });
-  }, 120_000);
+  }, 300_000);
   afterAll(async () => {
     for (const s of [server, off]) {
       await s?.stop();
@@ -114,7 +114,7 @@ describe('corrective retrieval without an LLM', () => {
   let server: Server;
   beforeAll(async () => {
     server = await seeded({});
-  }, 120_000);
+  }, 300_000);
   afterAll(async () => {
     await server?.stop();
     if (server) removeDir(server.dataDir);
