@@ -19,7 +19,7 @@ import {
   type GateScript,
   type ScriptCalibration,
 } from '@rag/domain';
-import { Logger } from '@rag/platform';
+import { inSpan, Logger, outsideTrace } from '@rag/platform';
 import type { GateCalibrationStore, KeywordIndex, Registry } from '@rag/ports';
 
 /** What the calibration reads of a tenant's index. */
@@ -180,7 +180,8 @@ export class GateCalibrator {
   private calibrateOnce(tenant: string): Promise<GateCalibration | null> {
     let p = this.inflight.get(tenant);
     if (!p) {
-      p = this.calibrate(tenant).finally(() => this.inflight.delete(tenant));
+      // Its own trace (one `gate-calibration` root span), not a few hundred retrieve spans inside the first question's.
+      p = outsideTrace(() => inSpan('gate-calibration', { 'rag.tenant': tenant }, () => this.calibrate(tenant))).finally(() => this.inflight.delete(tenant));
       this.inflight.set(tenant, p);
     }
     return p;

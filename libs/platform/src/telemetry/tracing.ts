@@ -327,6 +327,14 @@ export function setSpanAttributes(attributes: Attributes): void {
   if (span?.isRecording()) span.setAttributes(attributes);
 }
 
+/**
+ * Runs `fn` outside any active trace (background work started while serving a request — a calibration, a refresh —
+ * gets its own trace instead of hundreds of spans in the request's).
+ */
+export function outsideTrace<T>(fn: () => T): T {
+  return context.with(ROOT_CONTEXT, fn);
+}
+
 /** Runs `fn` with `ctx` as the active context. */
 export function withTraceContext<T>(ctx: Context, fn: () => T): T {
   return context.with(ctx, fn);
