@@ -58,9 +58,9 @@ describe('auto-instrumentation', () => {
     seen.length = 0;
   });
 
-  it('registers the http, express, grpc, kafkajs and pg instrumentations', () => {
+  it('registers the http, express, grpc, kafkajs, pg and undici (fetch) instrumentations', () => {
     expect([...handle.instrumentations].sort()).toEqual(
-      ['@opentelemetry/instrumentation-express', '@opentelemetry/instrumentation-grpc', '@opentelemetry/instrumentation-http', '@opentelemetry/instrumentation-kafkajs', '@opentelemetry/instrumentation-pg'].sort(),
+      ['@opentelemetry/instrumentation-express', '@opentelemetry/instrumentation-grpc', '@opentelemetry/instrumentation-http', '@opentelemetry/instrumentation-kafkajs', '@opentelemetry/instrumentation-pg', '@opentelemetry/instrumentation-undici'].sort(),
     );
   });
 
