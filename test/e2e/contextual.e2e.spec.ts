@@ -1,5 +1,3 @@
-import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,6 +12,7 @@ import { DEFAULT_LOCAL_MODEL, LocalLlm } from '../../libs/adapters/src/local-llm
 import { resolveLocalModel } from '../../libs/adapters/src/local-llm';
 import { ensureTestModels, TEST_MODELS_DIR } from '../../libs/adapters/src/onnx-embedder/test-models';
 import { api, removeDir, startServer, waitForStatus, type Server } from './harness';
+import { OpenAiChatStandIn, type ChatCall, type ChatReply } from '../fakes/openai-chat';
 
 /**
  * Contextual chunks (issue 16 item 5) through the embedded platform: the LLM's context is stored on the chunk, in the
@@ -24,47 +23,15 @@ import { api, removeDir, startServer, waitForStatus, type Server } from './harne
  */
 
 /** OpenAI chat-completions stand-in: a context naming a word found nowhere else for each chunk, a 500 for a chunk saying FAILME. */
-class ContextProvider {
+class ContextProvider extends OpenAiChatStandIn {
   readonly prompts: string[] = [];
-  private server?: HttpServer;
 
-  async start(): Promise<string> {
-    this.server = createServer((req, res) => void this.handle(req, res));
-    await new Promise<void>((r) => this.server!.listen(0, '127.0.0.1', r));
-    return `http://127.0.0.1:${(this.server!.address() as AddressInfo).port}/v1`;
-  }
-
-  stop(): Promise<void> {
-    return new Promise((r) => this.server!.close(() => r()));
-  }
-
-  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    let body = '';
-    for await (const c of req) body += c;
-    const parsed = JSON.parse(body) as { messages: { role: string; content: string }[]; stream?: boolean };
-    const user = parsed.messages.filter((m) => m.role === 'user').at(-1)?.content ?? '';
-    let text: string;
+  protected reply({ user }: ChatCall): ChatReply {
     const chunk = /<chunk>\n([\s\S]*?)\n<\/chunk>/.exec(user)?.[1];
-    if (chunk !== undefined) {
-      this.prompts.push(user);
-      if (chunk.includes('FAILME')) {
-        res.writeHead(500, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ error: { message: 'model overloaded', type: 'server_error' } }));
-        return;
-      }
-      text = `Context: This part of the zyxquorble report covers ${chunk.split(/\s+/)[0]}. It follows the introduction.`;
-    } else {
-      text = 'The boundary layer is unstable [1].';
-    }
-    const message = { id: 'x', object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' }] };
-    if (!parsed.stream) {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(message));
-      return;
-    }
-    res.writeHead(200, { 'content-type': 'text/event-stream' });
-    res.write(`data: ${JSON.stringify({ id: 'x', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: text }, finish_reason: null }] })}\n\n`);
-    res.end('data: [DONE]\n\n');
+    if (chunk === undefined) return 'The boundary layer is unstable [1].';
+    this.prompts.push(user);
+    if (chunk.includes('FAILME')) return { status: 500, message: 'model overloaded' };
+    return `Context: This part of the zyxquorble report covers ${chunk.split(/\s+/)[0]}. It follows the introduction.`;
   }
 }
 

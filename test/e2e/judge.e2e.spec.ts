@@ -1,5 +1,3 @@
-import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,6 +11,7 @@ import { InProcessClient } from '../../apps/cli/src/platform-client';
 import { DEFAULT_LOCAL_MODEL, LocalLlm, resolveLocalModel } from '../../libs/adapters/src/local-llm';
 import { ensureTestModels, TEST_MODELS_DIR } from '../../libs/adapters/src/onnx-embedder/test-models';
 import { removeDir } from './harness';
+import { OpenAiChatStandIn, type ChatCall, type ChatReply } from '../fakes/openai-chat';
 
 setLogLevel('error');
 
@@ -24,48 +23,24 @@ setLogLevel('error');
 const STATEMENTS = ['Crossflow vortices destabilise the boundary layer.', 'The instability is near the leading edge.', 'Swept wings are made of cheese.'];
 const GENERATED = ['What destabilises the boundary layer on a swept wing?', 'Why is a swept wing boundary layer unstable?', 'What are crossflow vortices?'];
 
-class JudgeProvider {
+class JudgeProvider extends OpenAiChatStandIn {
   readonly seen: string[] = [];
-  private server?: HttpServer;
 
-  async start(): Promise<string> {
-    this.server = createServer((req, res) => void this.handle(req, res));
-    await new Promise<void>((r) => this.server!.listen(0, '127.0.0.1', r));
-    return `http://127.0.0.1:${(this.server!.address() as AddressInfo).port}/v1`;
-  }
-
-  stop(): Promise<void> {
-    return new Promise((r) => this.server!.close(() => r()));
-  }
-
-  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    let body = '';
-    for await (const c of req) body += c;
-    const parsed = JSON.parse(body) as { messages: { role: string; content: string }[]; stream?: boolean };
-    const system = parsed.messages.find((m) => m.role === 'system')?.content ?? '';
-    let text: string;
+  protected reply({ system }: ChatCall): ChatReply {
     if (system.includes('standalone statements')) {
       this.seen.push('statements');
-      text = `Here you go:\n\`\`\`json\n${JSON.stringify({ statements: STATEMENTS })}\n\`\`\``;
-    } else if (system.includes('Judge the faithfulness')) {
+      return `Here you go:\n\`\`\`json\n${JSON.stringify({ statements: STATEMENTS })}\n\`\`\``;
+    }
+    if (system.includes('Judge the faithfulness')) {
       this.seen.push('verdicts');
       // two of the three statements are supported by the context
-      text = JSON.stringify({ verdicts: STATEMENTS.map((s, i) => ({ statement: s, reason: 'r', verdict: i < 2 ? 1 : 0 })) });
-    } else if (system.includes('different questions')) {
+      return JSON.stringify({ verdicts: STATEMENTS.map((s, i) => ({ statement: s, reason: 'r', verdict: i < 2 ? 1 : 0 })) });
+    }
+    if (system.includes('different questions')) {
       this.seen.push('questions');
-      text = JSON.stringify({ questions: GENERATED, noncommittal: 0 });
-    } else {
-      text = 'Crossflow vortices make the boundary layer on a swept wing unstable near the leading edge [1].';
+      return JSON.stringify({ questions: GENERATED, noncommittal: 0 });
     }
-    const message = { id: 'x', object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' }] };
-    if (!parsed.stream) {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(message));
-      return;
-    }
-    res.writeHead(200, { 'content-type': 'text/event-stream' });
-    res.write(`data: ${JSON.stringify({ id: 'x', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: text }, finish_reason: null }] })}\n\n`);
-    res.end('data: [DONE]\n\n');
+    return 'Crossflow vortices make the boundary layer on a swept wing unstable near the leading edge [1].';
   }
 }
 

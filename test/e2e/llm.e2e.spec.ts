@@ -1,55 +1,17 @@
-import { createServer, type IncomingMessage, type Server as HttpServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { OpenAiChatStandIn, type ChatCall, type ChatReply } from '../fakes/openai-chat';
 import { api, removeDir, startServer, waitForStatus, type Server } from './harness';
 
-/**
- * A local stand-in for an OpenAI-compatible provider (the one boundary we cannot reach from here), speaking the
- * documented chat-completions wire format, streaming included.
- */
-class FakeProvider {
+/** The provider for these tests: a multi-query expansion, a HyDE passage, or a cited answer (or a 500 when told to fail). */
+class FakeProvider extends OpenAiChatStandIn {
   readonly requests: { system: string; user: string; stream: boolean }[] = [];
   failAnswers = false;
-  private server?: HttpServer;
 
-  async start(): Promise<string> {
-    this.server = createServer((req, res) => void this.handle(req, res));
-    await new Promise<void>((r) => this.server!.listen(0, '127.0.0.1', r));
-    return `http://127.0.0.1:${(this.server!.address() as AddressInfo).port}/v1`;
-  }
-
-  stop(): Promise<void> {
-    return new Promise((r) => this.server!.close(() => r()));
-  }
-
-  private async handle(req: IncomingMessage, res: import('node:http').ServerResponse): Promise<void> {
-    let body = '';
-    for await (const chunk of req) body += chunk;
-    const parsed = JSON.parse(body) as { messages: { role: string; content: string }[]; stream?: boolean };
-    const system = parsed.messages.find((m) => m.role === 'system')?.content ?? '';
-    const user = parsed.messages.filter((m) => m.role === 'user').at(-1)?.content ?? '';
-    this.requests.push({ system, user, stream: Boolean(parsed.stream) });
-    let text: string;
-    if (system.includes('alternative phrasings')) text = '1. swept wing crossflow instability\n2. leading edge vortices on swept wings';
-    else if (system.includes('could appear in a document')) text = 'Crossflow vortices near the leading edge destabilise the swept-wing boundary layer.';
-    else {
-      if (this.failAnswers) {
-        res.writeHead(500, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ error: { message: 'model overloaded', type: 'server_error' } }));
-        return;
-      }
-      text = 'Crossflow vortices near the leading edge make it unstable [1].';
-    }
-    if (!parsed.stream) {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ id: 'x', object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' }] }));
-      return;
-    }
-    res.writeHead(200, { 'content-type': 'text/event-stream' });
-    for (const piece of text.match(/.{1,7}/gs) ?? []) {
-      res.write(`data: ${JSON.stringify({ id: 'x', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: piece }, finish_reason: null }] })}\n\n`);
-    }
-    res.write(`data: ${JSON.stringify({ id: 'x', object: 'chat.completion.chunk', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] })}\n\n`);
-    res.end('data: [DONE]\n\n');
+  protected reply({ system, user, stream }: ChatCall): ChatReply {
+    this.requests.push({ system, user, stream });
+    if (system.includes('alternative phrasings')) return '1. swept wing crossflow instability\n2. leading edge vortices on swept wings';
+    if (system.includes('could appear in a document')) return 'Crossflow vortices near the leading edge destabilise the swept-wing boundary layer.';
+    if (this.failAnswers) return { status: 500, message: 'model overloaded' };
+    return 'Crossflow vortices near the leading edge make it unstable [1].';
   }
 }
 

@@ -6,12 +6,11 @@
  * in-memory exporter of the real OpenTelemetry SDK started the way every main starts it: before the platform is
  * loaded, so the HTTP instrumentation opens the gateway's SERVER span (named `gateway` by the gateway).
  */
-import { createServer, type Server as HttpServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { SpanKind } from '@opentelemetry/api';
 import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { metricsRegistry, startTracing } from '@rag/platform';
 import type { Server } from '../e2e/harness';
+import { OpenAiChatStandIn, type ChatCall, type ChatReply } from '../fakes/openai-chat';
 
 const exporter = new InMemorySpanExporter();
 startTracing('embedded-test', { spanProcessors: [new SimpleSpanProcessor(exporter)], env: {} });
@@ -136,21 +135,15 @@ describe('tracing in embedded mode', () => {
  */
 describe('tracing of outgoing fetch calls', () => {
   const seen: string[] = [];
-  let provider: HttpServer;
+  const provider = new (class extends OpenAiChatStandIn {
+    protected reply({ headers }: ChatCall): ChatReply {
+      seen.push(String(headers.traceparent ?? ''));
+      return 'The flutter margin was seven [1].';
+    }
+  })();
   let llmServer: Server;
   beforeAll(async () => {
-    provider = createServer((req, res) => {
-      seen.push(String(req.headers.traceparent ?? ''));
-      req.resume();
-      req.on('end', () => {
-        res.writeHead(200, { 'content-type': 'text/event-stream' });
-        const chunk = (content: string, finish: string | null) =>
-          `data: ${JSON.stringify({ id: 'x', object: 'chat.completion.chunk', choices: [{ index: 0, delta: content ? { content } : {}, finish_reason: finish }] })}\n\n`;
-        res.end(chunk('The flutter margin was seven [1].', null) + chunk('', 'stop') + 'data: [DONE]\n\n');
-      });
-    });
-    await new Promise<void>((r) => provider.listen(0, '127.0.0.1', r));
-    const base = `http://127.0.0.1:${(provider.address() as AddressInfo).port}/v1`;
+    const base = await provider.start();
     llmServer = await harness.startServer(undefined, { RAG_LLM: 'openai', RAG_LLM_BASE_URL: base, RAG_LLM_MODEL: 'stand-in' });
     const put = await harness.api(llmServer, 'POST', '/v1/documents', { id: 'flutter', title: 'Flutter', text: `${SECRET_SENTENCE}. The tailplane flutter test ran at Mach 0.9 in the tunnel.` });
     expect(put.status).toBeLessThan(300);
@@ -159,7 +152,7 @@ describe('tracing of outgoing fetch calls', () => {
   afterAll(async () => {
     await llmServer?.stop();
     if (llmServer) harness.removeDir(llmServer.dataDir);
-    await new Promise((r) => provider?.close(r));
+    await provider.stop();
   });
 
   it('puts the LLM call in the query trace as a CLIENT span under generate, with traceparent on the wire', async () => {
