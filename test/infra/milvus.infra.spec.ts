@@ -11,7 +11,7 @@
 import { randomBytes } from 'node:crypto';
 import { ConsistencyLevelEnum, MilvusClient } from '@zilliz/milvus2-sdk-node';
 import type { Filters, MetadataValue, SearchScope } from '@rag/contracts';
-import { matches } from '@rag/domain';
+import { matches, seededRandom as rng } from '@rag/domain';
 import { setLogLevel } from '@rag/platform';
 import type { VectorRecord } from '@rag/ports';
 import { buildMilvusExpr, MilvusVectorStore, type MilvusIndexType } from '../../libs/adapters/src/milvus';
@@ -20,17 +20,6 @@ setLogLevel('warn');
 
 const ADDRESS = process.env['RAG_MILVUS_ADDRESS'] ?? '127.0.0.1:19530';
 const DIM = 16;
-
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function unit(v: number[]): Float32Array {
   const n = Math.hypot(...v) || 1;

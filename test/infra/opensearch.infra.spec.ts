@@ -16,7 +16,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Chunk, Filters, MetadataValue, SearchScope } from '@rag/contracts';
-import { matches } from '@rag/domain';
+import { matches, seededRandom as rng } from '@rag/domain';
 import { setLogLevel } from '@rag/platform';
 import { EmbeddedBm25KeywordIndex } from '../../libs/adapters/src/embedded-bm25';
 import { OpenSearchKeywordIndex } from '../../libs/adapters/src/opensearch';
@@ -29,17 +29,6 @@ const runId = randomBytes(4).toString('hex');
 const EVAL = path.resolve(__dirname, '../../../shared/eval');
 const CRANFIELD = path.join(EVAL, 'cranfield');
 const CMRC = path.join(EVAL, 'cmrc2018-trial');
-
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const chunk = (id: string, over: Partial<Chunk> = {}): Chunk => testChunk(id, { tenant: 't1', text: 'placeholder', ...over });
 

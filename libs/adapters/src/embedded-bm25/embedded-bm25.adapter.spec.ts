@@ -3,7 +3,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import Database from 'better-sqlite3';
 import type { Chunk, FilterCondition, Filters, Metadata, SearchScope } from '@rag/contracts';
-import { matches } from '@rag/domain';
+import { matches, seededRandom as rng } from '@rag/domain';
 import { EmbeddedBm25KeywordIndex, type EmbeddedBm25KeywordIndexOptions } from './embedded-bm25.adapter';
 import { testChunkOf } from '../testing/chunks';
 
@@ -11,18 +11,6 @@ const chunk = (doc: string, version: number, ordinal: number, text: string, extr
   testChunkOf(doc, version, ordinal, { tenant: 't1', text, token_count: text.length, ...extra });
 
 const scope: SearchScope = { tenant: 't1' };
-
-/** Deterministic PRNG (mulberry32). */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 describe('EmbeddedBm25KeywordIndex', () => {
   let dir: string;

@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import type { Filters, SearchScope } from '@rag/contracts';
 import Database from 'better-sqlite3';
 import { HierarchicalNSW } from 'hnswlib-node';
-import { matches } from '@rag/domain';
+import { matches, seededRandom as rng } from '@rag/domain';
 import { Logger } from '@rag/platform';
 import type { VectorRecord } from '@rag/ports';
 import { EmbeddedHnswVectorStore, modelFolderName, type EmbeddedHnswVectorStoreOptions } from './embedded-hnsw.adapter';
@@ -20,18 +20,6 @@ class CapturingLogger extends Logger {
   override error(msg: string): void {
     this.messages.push(msg);
   }
-}
-
-/** Deterministic PRNG (mulberry32). */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const DIM = 8;

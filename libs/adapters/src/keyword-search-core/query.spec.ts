@@ -1,5 +1,5 @@
 import type { Chunk, Filters, MetadataValue, SearchScope } from '@rag/contracts';
-import { matches, segmentForIndex } from '@rag/domain';
+import { matches, segmentForIndex, seededRandom as rng } from '@rag/domain';
 import { toChunkDocument } from './documents';
 import { metadataField } from './mapping';
 import { buildSearchBody, countQuery, documentQuery, filterClauses, MAX_RESULT_WINDOW, type Query } from './query';
@@ -7,18 +7,6 @@ import { evaluate } from './testing/query-evaluator';
 import { testChunk } from '../testing/chunks';
 
 const chunk = (over: Partial<Chunk> = {}): Chunk => testChunk('d#v1#0', { title: 'Title', ...over });
-
-/** Deterministic PRNG (mulberry32) so the property test is reproducible. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 describe('buildSearchBody', () => {
   const scope: SearchScope = { tenant: 'acme', principals: ['g:eng'] };
