@@ -15,6 +15,7 @@ interface Answer {
   citations: { ref: number; document_id: string; chunk_id: string; text: string }[];
   degraded: string[];
   timings_ms: Record<string, number>;
+  statements: { text: string; source_ids: number[]; support: number; supported: boolean }[];
 }
 
 const MODEL_LABEL = 'gemma-3-270m-q4_k_m';
@@ -68,6 +69,16 @@ describe.skipIf(process.env.RAG_SKIP_MODEL_TESTS === '1')('with RAG_LLM=local (i
       expect(c.chunk_id.startsWith(`${c.document_id}#`)).toBe(true);
     }
     expect(r.body.timings_ms.generate).toBeGreaterThan(0);
+    // Not streamed: the model was asked for schema-constrained JSON statements (issue 15/16). Whatever it wrote, each
+    // statement's source ids are sources the answer cites, and each carries its verified support.
+    expect(Array.isArray(r.body.statements)).toBe(true);
+    const refs = new Set(r.body.citations.map((c) => c.ref));
+    for (const st of r.body.statements) {
+      expect(st.text.length).toBeGreaterThan(0);
+      for (const id of st.source_ids) expect(refs.has(id), `statement cites [${id}], citations ${[...refs].join(',')}`).toBe(true);
+      expect(st.support).toBeGreaterThanOrEqual(0);
+      expect(st.support).toBeLessThanOrEqual(1);
+    }
     const used = (await completionTokens(server)) - before;
     expect(used).toBeGreaterThan(0);
     expect(used).toBeLessThanOrEqual(24);
