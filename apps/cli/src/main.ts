@@ -2,7 +2,7 @@ import './tracing';
 import 'reflect-metadata';
 import { basename, isAbsolute, join, relative, resolve } from 'node:path';
 import { Command, Option } from 'commander';
-import type { SearchMode } from '@rag/contracts';
+import { QueryModeSchema, type QueryMode } from '@rag/contracts';
 import { setLogLevel, type AppConfig, loadConfigOrExit } from '@rag/platform';
 import { createEmbeddedContext, lockDataDir, runEmbedded, writeLatestEval } from '@rag/services';
 import { defaultOodFile, evaluateMode, ingestDataset, readDataset, readOodQuestions, repoRoot, type EvalMode } from './eval';
@@ -92,10 +92,10 @@ program
   .description('ask a question; prints the answer with its citations')
   .argument('<question>')
   .addOption(urlOption)
-  .addOption(new Option('--mode <mode>', 'retrieval mode').choices(['hybrid', 'dense', 'keyword']).default('hybrid'))
+  .addOption(new Option('--mode <mode>', 'retrieval mode, or agent (multi-hop, needs RAG_LLM) / auto (routed)').choices(QueryModeSchema.options).default('hybrid'))
   .option('--top-k <n>', 'sources to use', (v) => Number(v))
   .option('--json', 'print the whole JSON answer')
-  .action(async (question: string, opts: { url: string; mode: SearchMode; topK?: number; json?: boolean }) => {
+  .action(async (question: string, opts: { url: string; mode: QueryMode; topK?: number; json?: boolean }) => {
     setLogLevel('warn');
     const client = await connect(opts.url, config());
     try {

@@ -1,4 +1,4 @@
-import type { DocumentInput, QueryAnswer, RetrieveAnswer, SearchMode } from '@rag/contracts';
+import type { DocumentInput, QueryAnswer, QueryMode, RetrieveAnswer, SearchMode } from '@rag/contracts';
 import type { EmbeddedHandles } from '@rag/services';
 import type { SourceDoc } from './sources';
 
@@ -21,7 +21,7 @@ export interface PlatformClient {
   readonly where: string;
   submit(docs: SourceDoc[]): Promise<SubmitOutcome[]>;
   statuses(ids: string[]): Promise<StatusView[]>;
-  ask(question: string, opts: { mode?: SearchMode; top_k?: number }): Promise<QueryAnswer>;
+  ask(question: string, opts: { mode?: QueryMode; top_k?: number }): Promise<QueryAnswer>;
   retrieve(query: string, opts: { mode?: SearchMode; top_k?: number; rerank?: boolean }): Promise<RetrieveAnswer>;
   close(): Promise<void>;
 }
@@ -63,7 +63,7 @@ export class InProcessClient implements PlatformClient {
     return out;
   }
 
-  ask(question: string, opts: { mode?: SearchMode; top_k?: number }): Promise<QueryAnswer> {
+  ask(question: string, opts: { mode?: QueryMode; top_k?: number }): Promise<QueryAnswer> {
     return this.handles.query.answer({ question, ...opts }, { tenant: 'default' });
   }
 
@@ -138,7 +138,7 @@ export class HttpClient implements PlatformClient {
     return out;
   }
 
-  ask(question: string, opts: { mode?: SearchMode; top_k?: number }): Promise<QueryAnswer> {
+  ask(question: string, opts: { mode?: QueryMode; top_k?: number }): Promise<QueryAnswer> {
     return this.call('POST', '/v1/query', { question, ...opts });
   }
 
