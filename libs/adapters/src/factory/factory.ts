@@ -49,6 +49,7 @@ export async function createBus(config: AppConfig): Promise<Bus> {
         dlqRetentionMs: config.RAG_BUS_DLQ_RETENTION_H * 3_600_000,
         dlqRetentionBytes: config.RAG_BUS_DLQ_RETENTION_MB * 1024 * 1024,
         groupExpiryMs: config.RAG_BUS_GROUP_EXPIRY_H * 3_600_000,
+        batchDocs: config.RAG_INGEST_BATCH_DOCS,
       });
     case 'kafka': {
       const { KafkaBus } = await import('../kafka-bus');

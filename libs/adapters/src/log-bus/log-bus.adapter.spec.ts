@@ -501,3 +501,71 @@ describe('SqliteLogBus', () => {
     });
   });
 });
+
+describe('SqliteLogBus batch delivery (batchDocs, a subscription with a batch handler)', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'bus-batch-'));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+  const open = () => new SqliteLogBus({ path: join(dir, 'bus.db'), partitions: 1, retryBaseMs: 1, pollMs: 20, logger: new Logger('t'), batchDocs: 8 });
+
+  it('hands a run of distinct keys to one call; a message failing in it is delivered alone; a repeated key starts the next run', async () => {
+    const bus = open();
+    await bus.publish(Topic.Chunks, ['a', 'b', 'c', 'a'].map((key, n) => ({ key, value: { n } })));
+    const runs: string[][] = [];
+    const alone: string[] = [];
+    await bus.subscribe({
+      group: 'g',
+      topic: Topic.Chunks,
+      stage: 'indexer',
+      handler: async (m) => void alone.push(`${m.key}${(m.value as { n: number }).n}`),
+      batchHandler: async (msgs) => {
+        runs.push(msgs.map((m) => m.key));
+        return msgs.map((m) => (m.key === 'b' ? new Error('bulk write refused b') : undefined));
+      },
+    });
+    await bus.start();
+    await bus.drain(10_000);
+    expect(runs).toEqual([['a', 'b', 'c']]);
+    // b alone after the failed run, then the repeated a (a run of one goes to the single handler).
+    expect(alone).toEqual(['b1', 'a3']);
+    expect((await bus.lag()).every((l) => l.lag === 0)).toBe(true);
+    await bus.close();
+  });
+
+  it('commits a run only after it was handled: a bus closed mid-run delivers the whole run again after a restart', async () => {
+    const first = open();
+    await first.publish(Topic.Chunks, ['a', 'b', 'c'].map((key) => ({ key, value: {} })));
+    let release!: () => void;
+    const entered = new Promise<void>((r) => {
+      release = r;
+    });
+    let proceed!: () => void;
+    const gate = new Promise<void>((r) => (proceed = r));
+    await first.subscribe({
+      group: 'g',
+      topic: Topic.Chunks,
+      stage: 'indexer',
+      handler: async () => undefined,
+      batchHandler: async (msgs) => {
+        release();
+        await gate;
+        return msgs.map(() => undefined);
+      },
+    });
+    await first.start();
+    await entered;
+    const closing = first.close();
+    proceed();
+    await closing;
+
+    const second = open();
+    const redelivered: string[][] = [];
+    await second.subscribe({ group: 'g', topic: Topic.Chunks, stage: 'indexer', handler: async () => undefined, batchHandler: async (msgs) => (redelivered.push(msgs.map((m) => m.key)), msgs.map(() => undefined)) });
+    await second.start();
+    await second.drain(10_000);
+    expect(redelivered).toEqual([['a', 'b', 'c']]);
+    await second.close();
+  });
+});

@@ -47,6 +47,11 @@ export interface LogBusOptions {
   groupExpiryMs?: number;
   /** Wall clock for message timestamps, retention and group expiry (tests). */
   clock?: () => number;
+  /**
+   * Messages handed at once to a subscription with a batch handler (consecutive messages of a partition with distinct
+   * keys, committed together after all were handled; RAG_INGEST_BATCH_DOCS). Default 1: one at a time.
+   */
+  batchDocs?: number;
 }
 
 interface Row {
@@ -106,6 +111,7 @@ export class SqliteLogBus implements MessageBroker {
   private readonly retryMaxMs: number;
   private readonly transientRetryMs: number;
   private readonly pollMs: number;
+  private readonly batchDocs: number;
   private readonly log: Logger;
   private readonly durable: boolean;
   private readonly blobDir?: string;
@@ -145,6 +151,7 @@ export class SqliteLogBus implements MessageBroker {
     this.retryMaxMs = opts.retryMaxMs ?? 10_000;
     this.transientRetryMs = opts.transientRetryMs ?? 0;
     this.pollMs = opts.pollMs ?? 250;
+    this.batchDocs = Math.max(1, Math.floor(opts.batchDocs ?? 1));
     this.log = opts.logger ?? new Logger('bus');
     this.durable = opts.synchronous === 'FULL';
     this.inlineMaxBytes = opts.inlineMaxBytes ?? 256 * 1024;
@@ -423,13 +430,26 @@ export class SqliteLogBus implements MessageBroker {
         committed = head;
         continue;
       }
-      for (const row of rows) {
+      // Runs of consecutive messages with distinct keys (one message unless the subscription has a batch handler):
+      // the run's offset is committed once every message of it was handled or dead-lettered, so a crash mid-run
+      // delivers the run again (the stages are idempotent), as KafkaTransport does with eachBatch.
+      const max = c.batchHandler ? this.batchDocs : 1;
+      for (let i = 0; i < rows.length; ) {
         if (this.closed) return;
+        const run: Row[] = [];
+        const keys = new Set<string>();
+        while (i < rows.length && run.length < max && !keys.has(rows[i]!.key)) {
+          keys.add(rows[i]!.key);
+          run.push(rows[i]!);
+          i++;
+        }
         this.inflight.add(slot);
         try {
-          await this.deliver(c, partition, row);
-          this.stmt.commit.run(c.group, c.topic, partition, row.offset, this.clock());
-          committed = row.offset;
+          if (run.length === 1) await this.deliver(c, partition, run[0]!);
+          else await this.deliverRun(c, partition, run);
+          const last = run[run.length - 1]!.offset;
+          this.stmt.commit.run(c.group, c.topic, partition, last, this.clock());
+          committed = last;
         } finally {
           this.inflight.delete(slot);
         }
@@ -437,24 +457,54 @@ export class SqliteLogBus implements MessageBroker {
     }
   }
 
-  private async deliver(c: Consumer, partition: number, row: Row): Promise<void> {
+  /** A row's headers and value (read from its payload file when stored by reference), or why it cannot be read. */
+  private async decode(row: Row): Promise<{ headers: Headers; value: unknown; unreadable?: string }> {
     const headers = JSON.parse(row.headers) as Headers;
     let raw = row.value;
     if (row.blob !== null) {
       try {
         raw = await readFile(this.blobPath(row.blob), 'utf8');
       } catch (e) {
-        // Someone removed the payload file: the message cannot be delivered; the partition must still move on.
-        const reason = `payload file ${row.blob} unreadable: ${e instanceof Error ? e.message : String(e)}`;
-        await this.deadLetter(c, row.key, { missing_payload: row.blob }, headers, reason, 0);
-        return;
+        return { headers, value: { missing_payload: row.blob }, unreadable: `payload file ${row.blob} unreadable: ${e instanceof Error ? e.message : String(e)}` };
       }
     }
-    let value: unknown;
     try {
-      value = JSON.parse(raw ?? 'null');
+      return { headers, value: JSON.parse(raw ?? 'null') };
     } catch {
-      value = raw;
+      return { headers, value: raw };
+    }
+  }
+
+  /**
+   * A run of distinct-key messages to the subscription's batch handler in one call; each message it reports failed
+   * (and one whose payload cannot be read) is then delivered alone under the full retry/DLQ policy (the batch call
+   * does not count as an attempt), so one bad document neither blocks nor dead-letters the others.
+   */
+  private async deliverRun(c: Consumer, partition: number, run: Row[]): Promise<void> {
+    const decoded = await Promise.all(run.map((row) => this.decode(row)));
+    const readable = run.map((row, j) => ({ row, d: decoded[j]! })).filter((x) => x.d.unreadable === undefined);
+    let outcomes: (Error | undefined)[];
+    try {
+      outcomes = await c.batchHandler!(readable.map(({ row, d }) => ({ topic: c.topic, partition, offset: row.offset, key: row.key, value: d.value, headers: d.headers, attempt: 1 })));
+      if (outcomes.length !== readable.length) throw new Error(`batch handler returned ${outcomes.length} outcomes for ${readable.length} messages`);
+    } catch (e) {
+      outcomes = readable.map(() => (e instanceof Error ? e : new Error(String(e))));
+    }
+    if (this.closed) throw new Error('bus closing; run left for redelivery');
+    const failed = new Set(readable.filter((_, j) => outcomes[j] !== undefined).map((x) => x.row.offset));
+    const alone = run.filter((row, j) => decoded[j]!.unreadable !== undefined || failed.has(row.offset));
+    if (failed.size) {
+      this.log.warn('messages failed in a batch, delivering them alone', { stage: c.stage, topic: c.topic, partition, failed: failed.size, batch: run.length, error: outcomes.find((o) => o !== undefined)?.message });
+    }
+    for (const row of alone) await this.deliver(c, partition, row);
+  }
+
+  private async deliver(c: Consumer, partition: number, row: Row): Promise<void> {
+    const { headers, value, unreadable } = await this.decode(row);
+    if (unreadable !== undefined) {
+      // Someone removed the payload file: the message cannot be delivered; the partition must still move on.
+      await this.deadLetter(c, row.key, value, headers, unreadable, 0);
+      return;
     }
     const outcome = await deliverWithRetries(
       c.handler,
