@@ -99,10 +99,10 @@ describe('distributed mode on PostgreSQL shared state, two gateways', () => {
   });
 
   // Last: once a key exists, the anonymous local mode is closed for good.
-  it('one API key works at both gateways, and its rate limit holds across both together', { timeout: 120_000 }, async () => {
+  it('one API key works at both gateways, and its rate limit holds across both together (20/s ± 10 %)', { timeout: 120_000 }, async () => {
     const key = `rag_${randomBytes(8).toString('hex')}_${randomBytes(32).toString('base64url')}`;
     const store = await PgApiKeyStore.open({ url: dbUrl });
-    await store.insert({ id: key.split('_')[1]!, digest: createHash('sha256').update(key).digest('hex'), tenant: 'default', scopes: ['query', 'ingest'], rate_limit: { rps: 5, burst: 5 } });
+    await store.insert({ id: key.split('_')[1]!, digest: createHash('sha256').update(key).digest('hex'), tenant: 'default', scopes: ['query', 'ingest'], rate_limit: { rps: 20, burst: 20 } });
     await store.close();
     expect((await callAt(GATEWAY_A, 'GET', '/v1/documents/pgdoc-1')).status).toBe(401);
     let allowed = 0;
@@ -110,7 +110,7 @@ describe('distributed mode on PostgreSQL shared state, two gateways', () => {
     let sent = 0;
     const started = performance.now();
     // Faster than the limit: 8 requests at a time, alternating between the gateways (a cheap authenticated read).
-    while (performance.now() - started < 3_000) {
+    while (performance.now() - started < 5_000) {
       const batch = await Promise.all(
         Array.from({ length: 8 }, (_, j) => callAt(j % 2 ? GATEWAY_A : GATEWAY_B, 'GET', '/v1/documents/pgdoc-1', undefined, key)),
       );
@@ -122,10 +122,13 @@ describe('distributed mode on PostgreSQL shared state, two gateways', () => {
     }
     const elapsedS = (performance.now() - started) / 1000;
     expect(other).toBe(0);
-    // Both gateways draw from one bucket: at most burst + rps × elapsed in total (two in-process buckets would allow
-    // about twice that), and the bucket was used up (requests were refused).
-    expect(allowed).toBeLessThanOrEqual(5 + 5 * elapsedS + 1);
-    expect(allowed).toBeGreaterThanOrEqual(5);
+    // Both gateways draw from one bucket (issue 14: "two gateways with one key at 20 req/s: accepted requests stay
+    // within ±10 % of 20/s in total"): beyond the initial burst, accepted/s is 20 ± 10 % (two in-process buckets would
+    // allow about twice that). The offered load is far above 20/s (8 in flight); should this machine ever offer less,
+    // the lower bound is what was sent — a slow client must not read as a broken limiter.
+    const rate = (allowed - 20) / elapsedS;
+    expect(rate, `accepted ${allowed} of ${sent} in ${elapsedS.toFixed(2)} s`).toBeLessThanOrEqual(22);
+    if (sent >= 20 + 20 * elapsedS * 1.5) expect(rate, `accepted ${allowed} of ${sent} in ${elapsedS.toFixed(2)} s`).toBeGreaterThanOrEqual(18);
     expect(sent - allowed).toBeGreaterThan(0);
   });
 });

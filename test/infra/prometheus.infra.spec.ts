@@ -122,7 +122,11 @@ describe('Prometheus scrapes every service: P99 of each stage by PromQL', () => 
     const p99 = await promQuery('histogram_quantile(0.99, sum by (le, stage) (rate(rag_stage_duration_seconds_bucket[1m])))');
     const byStage = new Map(p99.map((s) => [s.metric.stage!, Number(s.value[1])]));
     console.log(`P99 by stage (s): ${JSON.stringify(Object.fromEntries([...byStage].sort()))}`);
-    for (const stage of STAGES) {
+    // Conditional stages: `agent-hop` runs only with an LLM and mode agent/auto, `corrective` only after a weak-evidence
+    // refusal; this platform has no LLM and its workload asks answerable questions. agent-local.e2e checks the
+    // agent-hop spans, crag.e2e the corrective retry (degraded, timings).
+    const conditional = new Set<string>(['agent-hop', 'corrective']);
+    for (const stage of STAGES.filter((s) => !conditional.has(s))) {
       expect(byStage.has(stage), `a P99 sample for stage ${stage}`).toBe(true);
       const v = byStage.get(stage)!;
       expect(Number.isFinite(v) && v > 0, `P99 of ${stage} is a positive number (got ${v})`).toBe(true);
