@@ -102,6 +102,9 @@ export async function createEmbedder(config: AppConfig): Promise<Embedder> {
       break;
     case 'onnx':
       inner = await createOnnxEmbedder(config);
+      // With the cross-lingual leg each leg is cached already (createOnnxEmbedder): caching the combined vector too
+      // would store every passage a third time and hide the legs' caches behind it.
+      if (inner instanceof CrossLingualEmbedder) return inner;
       break;
     case 'http':
       inner = httpEmbedder(config);
