@@ -80,23 +80,6 @@ describe('SqliteRegistry', () => {
     expect(await r.get('d')).toMatchObject({ status: 'indexed', version: 2, active_version: 2, content_hash: HASH_B, chunks: 6 });
   });
 
-  it('batch forms (bulk ingestion): getMany skips unknown ids; markIndexedMany switches each version it names and skips stale ones', async () => {
-    const r = make();
-    for (const id of ['a', 'b', 'c']) await r.accept(upsert(id, {}));
-    await r.accept(upsert('c', { raw_hash: 'newer' })); // c is at version 2 now
-    const got = await r.getMany(['a', 'b', 'c', 'missing', 'a']);
-    expect([...got.keys()].sort()).toEqual(['a', 'b', 'c']);
-    expect(got.get('c')!.version).toBe(2);
-    await r.markIndexedMany([
-      { documentId: 'a', version: 1, contentHash: HASH_A, chunks: 3 },
-      { documentId: 'b', version: 1, contentHash: HASH_B, chunks: 5 },
-      { documentId: 'c', version: 1, contentHash: HASH_A, chunks: 7 }, // stale: ignored
-    ]);
-    expect(await r.get('a')).toMatchObject({ status: 'indexed', active_version: 1, content_hash: HASH_A, chunks: 3 });
-    expect(await r.get('b')).toMatchObject({ status: 'indexed', active_version: 1, content_hash: HASH_B, chunks: 5 });
-    expect(await r.get('c')).toMatchObject({ status: 'queued', version: 2, active_version: 0 });
-  });
-
   it('ignores late events for an older version (never resurrects or overwrites newer state)', async () => {
     const r = make();
     await r.accept(upsert('d'));
