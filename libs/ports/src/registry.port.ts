@@ -58,6 +58,12 @@ export interface Registry {
    */
   accept(change: AcceptChange, message?: (record: DocumentRecord) => OutboxMessage): Promise<DocumentRecord>;
   /**
+   * Batch form of {@link accept} (bulk ingestion): every change, applied in the order given (an id may repeat: each
+   * occurrence gets the next version), with its outbox message, in ONE transaction — all or nothing. Returns the new
+   * records in the order of `items`. A throw (another tenant's id, a message that cannot be built) rolls back all.
+   */
+  acceptMany?(items: { change: AcceptChange; message?: (record: DocumentRecord) => OutboxMessage }[]): Promise<DocumentRecord[]>;
+  /**
    * Claims up to `limit` outbox messages, oldest first, that no relay holds (or whose claim is older than `leaseMs`):
    * at-least-once delivery, so a relay that died holding a claim does not strand its messages.
    */

@@ -2,6 +2,7 @@ import type { DocumentStatus, Metadata } from '@rag/contracts';
 import { AppError, Logger } from '@rag/platform';
 import type { AcceptChange, DocumentRecord, OutboxEntry, OutboxMessage, Registry } from '@rag/ports';
 import { PgDatabase, pgText, type PgDatabaseOptions } from './pg-database';
+import type { PoolClient } from 'pg';
 
 /**
  * The document registry (with its transactional outbox, query traces and feedback) in PostgreSQL, shared by every
@@ -134,21 +135,7 @@ export class PgRegistry implements Registry {
       if (!out) {
         const existing = await c.query<{ tenant: string }>('SELECT tenant FROM documents WHERE document_id = $1 FOR UPDATE', [change.document_id]);
         if (existing.rows[0]!.tenant !== change.tenant) throw new AppError('conflict', `document ${change.document_id} belongs to another tenant`);
-        const updated =
-          change.op === 'upsert'
-            ? await c.query<DocumentRow>(
-                `UPDATE documents SET version = version + 1, status = 'queued', error = NULL, raw_hash = $2,
-                        title = COALESCE($3, title), mime_type = COALESCE($4, mime_type), source_url = COALESCE($5, source_url),
-                        acl = COALESCE($6, acl), metadata = COALESCE($7, metadata), updated_at = $8, seq = nextval('documents_seq')
-                 WHERE document_id = $1 RETURNING ${COLS}`,
-                [change.document_id, rawHash, title, change.mime_type ?? null, pgText(change.source_url), acl, metadata, now],
-              )
-            : await c.query<DocumentRow>(
-                `UPDATE documents SET version = version + 1, raw_hash = NULL, updated_at = $2, seq = nextval('documents_seq')
-                 WHERE document_id = $1 RETURNING ${COLS}`,
-                [change.document_id, now],
-              );
-        out = updated.rows[0]!;
+        out = await this.updateAccepted(c, change, now);
       }
       if (message) {
         // Built from the to-be-committed record (its new version); a throw here rolls the change back too.
@@ -158,6 +145,82 @@ export class PgRegistry implements Registry {
       return out;
     });
     return toRecord(row);
+  }
+
+  /**
+   * `accept` for many changes in one transaction, with few round trips whatever the batch size: one multi-row INSERT
+   * of the new ids (ON CONFLICT DO NOTHING, in id order), one `SELECT … FOR UPDATE` of the existing ones (in id
+   * order, so two concurrent batches lock in the same order), an UPDATE only per change of an existing id (or a
+   * repeat), and one multi-row outbox INSERT in item order (outbox ids keep per-key order).
+   */
+  async acceptMany(items: { change: AcceptChange; message?: (record: DocumentRecord) => OutboxMessage }[]): Promise<DocumentRecord[]> {
+    this.assertOpen();
+    if (items.length === 0) return [];
+    const now = new Date();
+    const firsts = new Map<string, AcceptChange>();
+    for (const { change } of items) if (!firsts.has(change.document_id)) firsts.set(change.document_id, change);
+    const fresh = [...firsts.values()].sort((a, b) => (a.document_id < b.document_id ? -1 : a.document_id > b.document_id ? 1 : 0));
+    const rows = await this.db.transaction(async (c) => {
+      const inserted = await c.query<DocumentRow>(
+        `INSERT INTO documents (document_id, tenant, title, status, version, active_version, raw_hash, mime_type, source_url, acl, metadata, created_at, updated_at)
+         SELECT u.id, u.tenant, u.title, u.status, 1, 0, u.raw_hash, u.mime, u.url, u.acl, u.metadata, $10, $10
+         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[])
+              WITH ORDINALITY AS u(id, tenant, title, status, raw_hash, mime, url, acl, metadata, n)
+         ORDER BY u.n
+         ON CONFLICT (document_id) DO NOTHING RETURNING ${COLS}`,
+        [
+          fresh.map((ch) => ch.document_id),
+          fresh.map((ch) => ch.tenant),
+          fresh.map((ch) => pgText(ch.title) ?? null),
+          fresh.map((ch) => (ch.op === 'upsert' ? 'queued' : 'deleted')),
+          fresh.map((ch) => (ch.op === 'upsert' ? (ch.raw_hash ?? null) : null)),
+          fresh.map((ch) => ch.mime_type ?? null),
+          fresh.map((ch) => pgText(ch.source_url) ?? null),
+          fresh.map((ch) => (ch.acl === undefined ? '[]' : JSON.stringify(ch.acl))),
+          fresh.map((ch) => (ch.metadata === undefined ? '{}' : JSON.stringify(ch.metadata))),
+          now,
+        ],
+      );
+      const insertedRows = new Map(inserted.rows.map((r) => [r.document_id, r]));
+      const existingIds = fresh.map((ch) => ch.document_id).filter((id) => !insertedRows.has(id));
+      if (existingIds.length) {
+        const locked = await c.query<{ document_id: string; tenant: string }>(
+          'SELECT document_id, tenant FROM documents WHERE document_id = ANY($1::text[]) ORDER BY document_id FOR UPDATE',
+          [existingIds],
+        );
+        const tenants = new Map(locked.rows.map((r) => [r.document_id, r.tenant]));
+        for (const id of existingIds) {
+          if (tenants.get(id) !== firsts.get(id)!.tenant) throw new AppError('conflict', `document ${id} belongs to another tenant`);
+        }
+      }
+      const out: DocumentRow[] = [];
+      const firstUsed = new Set<string>();
+      for (const { change } of items) {
+        const own = insertedRows.get(change.document_id);
+        if (own && !firstUsed.has(change.document_id)) {
+          firstUsed.add(change.document_id);
+          out.push(own);
+          continue;
+        }
+        firstUsed.add(change.document_id);
+        if (change.tenant !== firsts.get(change.document_id)!.tenant) throw new AppError('conflict', `document ${change.document_id} belongs to another tenant`);
+        out.push(await this.updateAccepted(c, change, now));
+      }
+      const messages: OutboxMessage[] = [];
+      items.forEach((item, i) => {
+        // Built from the to-be-committed records (their new versions); a throw here rolls every change back too.
+        if (item.message) messages.push(item.message(toRecord(out[i]!)));
+      });
+      if (messages.length) {
+        await c.query(
+          `INSERT INTO outbox (topic, key, value, created_at)
+           SELECT u.topic, u.key, u.value, $4 FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS u(topic, key, value, n) ORDER BY u.n`,
+          [messages.map((m) => m.topic), messages.map((m) => m.key), messages.map((m) => JSON.stringify(m.value)), now],
+        );
+      }
+      return out;
+    });
+    return rows.map(toRecord);
   }
 
   async claimOutbox(limit: number, leaseMs: number): Promise<OutboxEntry[]> {
@@ -285,6 +348,27 @@ export class PgRegistry implements Registry {
       'DELETE FROM query_traces WHERE ctid IN (SELECT ctid FROM query_traces ORDER BY created_at DESC OFFSET $1)',
       [this.maxTraces],
     );
+  }
+
+  /** The next version of an existing (locked) document: an upsert queues it, a delete only bumps the version. */
+  private async updateAccepted(c: PoolClient, change: AcceptChange, now: Date): Promise<DocumentRow> {
+    const acl = change.acl === undefined ? null : JSON.stringify(change.acl);
+    const metadata = change.metadata === undefined ? null : JSON.stringify(change.metadata);
+    const updated =
+      change.op === 'upsert'
+        ? await c.query<DocumentRow>(
+            `UPDATE documents SET version = version + 1, status = 'queued', error = NULL, raw_hash = $2,
+                    title = COALESCE($3, title), mime_type = COALESCE($4, mime_type), source_url = COALESCE($5, source_url),
+                    acl = COALESCE($6, acl), metadata = COALESCE($7, metadata), updated_at = $8, seq = nextval('documents_seq')
+             WHERE document_id = $1 RETURNING ${COLS}`,
+            [change.document_id, change.raw_hash ?? null, pgText(change.title), change.mime_type ?? null, pgText(change.source_url), acl, metadata, now],
+          )
+        : await c.query<DocumentRow>(
+            `UPDATE documents SET version = version + 1, raw_hash = NULL, updated_at = $2, seq = nextval('documents_seq')
+             WHERE document_id = $1 RETURNING ${COLS}`,
+            [change.document_id, now],
+          );
+    return updated.rows[0]!;
   }
 
   private assertOpen(): void {

@@ -290,44 +290,55 @@ export class SqliteRegistry implements Registry {
     // IMMEDIATE: the read-then-write below must hold the write lock from the start. A deferred transaction that
     // read first fails at once with SQLITE_BUSY ("database is locked", busy_timeout does not apply) when another
     // process (the indexer, the status projector) committed in between, as seen under a 500-document batch ingest.
-    const accept = this.db.transaction((): DocumentRow => {
-      const existing = this.stmt.get.get(change.document_id);
-      if (existing && existing.tenant !== change.tenant) {
-        throw new AppError('conflict', `document ${change.document_id} belongs to another tenant`);
-      }
-      const fields = {
-        id: change.document_id,
-        now,
-        title: change.title ?? null,
-        mime_type: change.mime_type ?? null,
-        source_url: change.source_url ?? null,
-        acl: change.acl === undefined ? null : JSON.stringify(change.acl),
-        metadata: change.metadata === undefined ? null : JSON.stringify(change.metadata),
-        raw_hash: change.op === 'upsert' ? (change.raw_hash ?? null) : null,
-      };
-      if (!existing) {
-        this.stmt.insert.run({
-          ...fields,
-          tenant: change.tenant,
-          status: change.op === 'upsert' ? 'queued' : 'deleted',
-          acl: fields.acl ?? '[]',
-          metadata: fields.metadata ?? '{}',
-        });
-      } else if (change.op === 'upsert') {
-        this.stmt.acceptUpsert.run(fields);
-      } else {
-        this.stmt.acceptDelete.run({ id: change.document_id, now });
-      }
-      const row = this.stmt.get.get(change.document_id)!;
-      if (message) {
-        // Built from the committed-to-be record (its new version); a throw here rolls the change back too.
-        const m = message(toRecord(row));
-        this.stmt.outboxInsert.run(m.topic, m.key, JSON.stringify(m.value), now);
-      }
-      return row;
-    });
-    const row = accept.immediate();
+    const row = this.db.transaction((): DocumentRow => this.acceptRow(change, message, now)).immediate();
     return toRecord(row);
+  }
+
+  /** The changes of `accept` in one IMMEDIATE transaction, in order (one fsync for the batch). */
+  async acceptMany(items: { change: AcceptChange; message?: (record: DocumentRecord) => OutboxMessage }[]): Promise<DocumentRecord[]> {
+    this.assertOpen();
+    if (items.length === 0) return [];
+    const now = new Date().toISOString();
+    const rows = this.db.transaction((): DocumentRow[] => items.map((i) => this.acceptRow(i.change, i.message, now))).immediate();
+    return rows.map(toRecord);
+  }
+
+  /** One accepted change inside the caller's transaction: the new row (and its outbox message). */
+  private acceptRow(change: AcceptChange, message: ((record: DocumentRecord) => OutboxMessage) | undefined, now: string): DocumentRow {
+    const existing = this.stmt.get.get(change.document_id);
+    if (existing && existing.tenant !== change.tenant) {
+      throw new AppError('conflict', `document ${change.document_id} belongs to another tenant`);
+    }
+    const fields = {
+      id: change.document_id,
+      now,
+      title: change.title ?? null,
+      mime_type: change.mime_type ?? null,
+      source_url: change.source_url ?? null,
+      acl: change.acl === undefined ? null : JSON.stringify(change.acl),
+      metadata: change.metadata === undefined ? null : JSON.stringify(change.metadata),
+      raw_hash: change.op === 'upsert' ? (change.raw_hash ?? null) : null,
+    };
+    if (!existing) {
+      this.stmt.insert.run({
+        ...fields,
+        tenant: change.tenant,
+        status: change.op === 'upsert' ? 'queued' : 'deleted',
+        acl: fields.acl ?? '[]',
+        metadata: fields.metadata ?? '{}',
+      });
+    } else if (change.op === 'upsert') {
+      this.stmt.acceptUpsert.run(fields);
+    } else {
+      this.stmt.acceptDelete.run({ id: change.document_id, now });
+    }
+    const row = this.stmt.get.get(change.document_id)!;
+    if (message) {
+      // Built from the committed-to-be record (its new version); a throw here rolls the change back too.
+      const m = message(toRecord(row));
+      this.stmt.outboxInsert.run(m.topic, m.key, JSON.stringify(m.value), now);
+    }
+    return row;
   }
 
   async claimOutbox(limit: number, leaseMs: number): Promise<OutboxEntry[]> {

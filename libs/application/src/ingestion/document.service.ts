@@ -7,7 +7,7 @@ import {
 } from '@rag/contracts';
 import { detectMimeType, documentIdCandidates, externalDocumentId, internalDocumentId, SUPPORTED_MIME_TYPES, uploadDocumentIdProblem } from '@rag/domain';
 import { AppError, Logger, type Result, err, invalidRequest, ok } from '@rag/platform';
-import type { Bus, DocumentRecord, OutboxEntry, Registry } from '@rag/ports';
+import type { AcceptChange, Bus, DocumentRecord, OutboxEntry, OutboxMessage, Registry } from '@rag/ports';
 import { nowIso } from './validate';
 
 export interface AcceptedDocument {
@@ -98,6 +98,89 @@ export class DocumentService {
   }
 
   async submit(input: DocumentInput, tenant: string, file?: UploadedFile): Promise<Result<AcceptedDocument, AppError>> {
+    return (await this.submitMany([{ input, file }], tenant))[0]!;
+  }
+
+  /**
+   * Accepts several documents of one tenant (`POST /v1/documents:batch`; bulk ingestion, issue 13 item 6): the
+   * registry is read once for all of them (`getMany`) and every accepted change is written with its outbox message in
+   * one registry transaction (`acceptMany`), then one relay round publishes them — a few round trips per request
+   * instead of several per document. Outcomes come back in input order, each as `submit` would answer it. An id that
+   * repeats is accepted in order (each occurrence gets the next version; a repeat identical to the one before it is
+   * `unchanged`). If the one transaction fails on a single change (e.g. a concurrent write of another tenant's id),
+   * the changes are accepted one at a time so that only that document is rejected.
+   */
+  async submitMany(docs: { input: DocumentInput; file?: UploadedFile }[], tenant: string): Promise<Result<AcceptedDocument, AppError>[]> {
+    const out: Result<AcceptedDocument, AppError>[] = new Array(docs.length);
+    const prepared: { index: number; doc: PreparedDocument }[] = [];
+    docs.forEach(({ input, file }, index) => {
+      const p = this.prepare(input, file);
+      if (p.ok) prepared.push({ index, doc: p.value });
+      else out[index] = p;
+    });
+    let accepted = 0;
+    // Parts with distinct external ids, in order: a repeated id is decided against the record its earlier occurrence left.
+    for (const part of distinctRuns(prepared, (p) => p.doc.externalId)) {
+      const found = await this.findMany(part.map((p) => p.doc.externalId), tenant);
+      const changes: { index: number; doc: PreparedDocument; documentId: string }[] = [];
+      for (const { index, doc } of part) {
+        const f = found.get(doc.externalId);
+        if (!f) {
+          out[index] = err(new AppError('invalid_request', `id: ${doc.externalId} is not a valid document id`));
+          continue;
+        }
+        const { id: documentId, record: existing } = f;
+        if (existing && existing.tenant !== tenant) {
+          // Only a record of another tenant stored under a plain id before ids were scoped can get here (the default
+          // tenant's ids are plain); every id issued since is qualified and cannot collide.
+          out[index] = err(new AppError('conflict', `document ${doc.externalId} cannot be written: its id is held by a record from before ids were scoped by tenant`));
+          continue;
+        }
+        if (existing && existing.raw_hash === doc.rawHash && existing.status !== 'deleted' && existing.status !== 'failed') {
+          out[index] = ok({ document_id: doc.externalId, version: existing.version, status: existing.status, unchanged: true });
+          continue;
+        }
+        changes.push({ index, doc, documentId });
+      }
+      if (changes.length === 0) continue;
+      const items = changes.map((c) => this.upsertChange(c.doc, c.documentId, tenant));
+      let records: (DocumentRecord | AppError)[];
+      try {
+        records = this.registry.acceptMany && items.length > 1 ? await this.registry.acceptMany(items) : [await this.registry.accept(items[0]!.change, items[0]!.message)];
+        if (records.length !== items.length) records = await this.acceptEach(items);
+      } catch (e) {
+        if (!(e instanceof AppError) || e.code !== 'conflict') throw e;
+        records = await this.acceptEach(items);
+      }
+      changes.forEach((c, i) => {
+        const r = records[i]!;
+        if (r instanceof AppError) out[c.index] = err(r);
+        else {
+          accepted++;
+          out[c.index] = ok({ document_id: c.doc.externalId, version: r.version, status: r.status });
+        }
+      });
+    }
+    if (accepted > 0) await this.relayNow();
+    return out;
+  }
+
+  /** `accept` one change at a time (the fallback of a failed batch transaction): a conflict rejects only its document. */
+  private async acceptEach(items: { change: AcceptChange; message: (r: DocumentRecord) => OutboxMessage }[]): Promise<(DocumentRecord | AppError)[]> {
+    const records: (DocumentRecord | AppError)[] = [];
+    for (const item of items) {
+      try {
+        records.push(await this.registry.accept(item.change, item.message));
+      } catch (e) {
+        if (e instanceof AppError && e.code === 'conflict') records.push(e);
+        else throw e;
+      }
+    }
+    return records;
+  }
+
+  /** Everything about a submitted document that needs no registry: size, type, id and the raw hash. */
+  private prepare(input: DocumentInput, file?: UploadedFile): Result<PreparedDocument, AppError> {
     const bytes = file ? file.buffer : input.text !== undefined ? Buffer.from(input.text, 'utf8') : Buffer.from(input.content_base64 ?? '', 'base64');
     if (bytes.length === 0) return err(new AppError('invalid_request', 'the document is empty'));
     if (bytes.length > this.maxBytes) {
@@ -117,36 +200,29 @@ export class DocumentService {
       const problem = uploadDocumentIdProblem(input.id);
       if (problem) return err(new AppError('invalid_request', `id: ${problem}`));
     }
-    const externalId = input.id ?? `upload:${randomUUID()}`;
-    const found = await this.find(externalId, tenant);
-    if (!found) return err(new AppError('invalid_request', `id: ${externalId} is not a valid document id`));
-    const { id: documentId, record: existing } = found;
-    if (existing && existing.tenant !== tenant) {
-      // Only a record of another tenant stored under a plain id before ids were scoped can get here (the default
-      // tenant's ids are plain); every id issued since is qualified and cannot collide.
-      return err(new AppError('conflict', `document ${externalId} cannot be written: its id is held by a record from before ids were scoped by tenant`));
-    }
     const rawHash = createHash('sha256')
       .update(bytes)
       .update('\0' + JSON.stringify([input.title ?? null, input.metadata ?? {}, input.acl ?? null, mime]))
       .digest('hex');
-    if (existing && existing.raw_hash === rawHash && existing.status !== 'deleted' && existing.status !== 'failed') {
-      return ok({ document_id: externalId, version: existing.version, status: existing.status, unchanged: true });
-    }
-    const title = input.title ?? file?.originalname;
-    const record = await this.registry.accept(
-      {
+    return ok({ input, file, bytes, mime, rawHash, externalId: input.id ?? `upload:${randomUUID()}`, title: input.title ?? file?.originalname });
+  }
+
+  /** The registry change of an accepted upload and the builder of its source event (stored in the outbox with it). */
+  private upsertChange(doc: PreparedDocument, documentId: string, tenant: string): { change: AcceptChange; message: (r: DocumentRecord) => OutboxMessage } {
+    const { input, file, bytes, mime, title } = doc;
+    return {
+      change: {
         document_id: documentId,
         tenant,
         op: 'upsert',
         title,
-        raw_hash: rawHash,
+        raw_hash: doc.rawHash,
         mime_type: mime,
         source_url: input.source,
         acl: input.acl ?? ['*'],
         metadata: input.metadata ?? {},
       },
-      (r) => {
+      message: (r) => {
         const event: SourceEvent = {
           event_id: randomUUID(),
           op: 'upsert',
@@ -164,9 +240,7 @@ export class DocumentService {
         };
         return { topic: Topic.SourceEvents, key: documentId, value: event };
       },
-    );
-    await this.relayNow();
-    return ok({ document_id: externalId, version: record.version, status: record.status });
+    };
   }
 
   async delete(externalId: string, tenant: string): Promise<Result<AcceptedDocument, AppError>> {
@@ -291,6 +365,55 @@ export class DocumentService {
     }
     return { id: internalDocumentId(tenant, externalId), record: null };
   }
+
+  /** `find` for several external ids with one registry read (`getMany`, when the registry has it); invalid ids absent. */
+  private async findMany(externalIds: string[], tenant: string): Promise<Map<string, { id: string; record: DocumentRecord | null }>> {
+    const out = new Map<string, { id: string; record: DocumentRecord | null }>();
+    if (!this.registry.getMany) {
+      for (const id of externalIds) {
+        const f = await this.find(id, tenant);
+        if (f) out.set(id, f);
+      }
+      return out;
+    }
+    const candidates = new Map(externalIds.map((id) => [id, documentIdCandidates(tenant, id)]));
+    const records = await this.registry.getMany([...new Set([...candidates.values()].flat())]);
+    for (const [externalId, ids] of candidates) {
+      if (ids.length === 0) continue;
+      const hit = ids.findIndex((id, i) => {
+        const record = records.get(id);
+        return record !== undefined && (i === 0 || record.tenant === tenant);
+      });
+      out.set(externalId, hit >= 0 ? { id: ids[hit]!, record: records.get(ids[hit]!)! } : { id: internalDocumentId(tenant, externalId), record: null });
+    }
+    return out;
+  }
+}
+
+interface PreparedDocument {
+  input: DocumentInput;
+  file?: UploadedFile;
+  bytes: Buffer;
+  mime: string;
+  rawHash: string;
+  externalId: string;
+  title?: string;
+}
+
+/** Splits items into consecutive groups in which no key repeats (a repeat starts the next group), order kept. */
+function distinctRuns<T>(items: T[], keyOf: (item: T) => string): T[][] {
+  const runs: T[][] = [];
+  let seen = new Set<string>();
+  for (const item of items) {
+    const key = keyOf(item);
+    if (runs.length === 0 || seen.has(key)) {
+      runs.push([]);
+      seen = new Set();
+    }
+    runs[runs.length - 1]!.push(item);
+    seen.add(key);
+  }
+  return runs;
 }
 
 /** A record as its tenant sees it: the external document id. */

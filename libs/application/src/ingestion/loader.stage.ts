@@ -4,19 +4,24 @@ import {
   SourceEventSchema,
   Topic,
   type DocumentEvent,
+  type IndexEvent,
   type SourceEvent,
   type StructuredDocument,
 } from '@rag/contracts';
 import { contentHash, DEFAULT_PARSE_LIMITS, loadContent, type BinaryParsers, type ParseLimits } from '@rag/domain';
-import { Logger, setSpanAttributes } from '@rag/platform';
-import type { Bus, BusMessage, DocumentParser, ParseOutcome, ParseRequest } from '@rag/ports';
+import { Logger, setSpanAttributes, withTraceContext } from '@rag/platform';
+import type { BatchOutcome, Bus, BusMessage, DocumentParser, OutgoingMessage, ParseOutcome, ParseRequest } from '@rag/ports';
 import { AppError } from '@rag/platform';
 import type { SourceConnector } from '@rag/ports';
-import { publishStatus } from './stage-publisher';
+import { asError, distinctParts, publishEach, runBatch, type BatchItem } from './batch';
+import { statusMessage } from './stage-publisher';
 import { parseMessage } from './validate';
 
 /** Source errors that retrying will not fix (bad credentials, no access, a malformed request): a `failed` status. */
 const PERMANENT = new Set(['unauthorized', 'forbidden', 'invalid_request', 'not_found']);
+
+/** Documents of a batch parsed (or fetched from their source) at the same time. */
+const LOAD_CONCURRENCY = 8;
 
 type Loaded = { ok: true; document: StructuredDocument } | { ok: false; reason: string } | { ok: 'gone'; reason: string };
 
@@ -56,39 +61,77 @@ export class LoaderStage {
     this.connectors = new Map(connectors.map((c) => [c.kind, c]));
   }
 
+  /** One message (tests, tools): the batch path with a batch of one. */
   async handle(msg: BusMessage): Promise<void> {
-    const event = parseMessage(SourceEventSchema, msg.value, 'source event');
-    setSpanAttributes({ 'rag.tenant': event.tenant, 'rag.document_id': event.document_id, 'rag.version': event.version, 'rag.op': event.op });
-    if (event.op === 'delete') {
-      const out: DocumentEvent = { ...event, event_id: randomUUID() };
-      await this.bus.publish(Topic.Documents, [{ key: event.document_id, value: out }]);
-      return;
+    const [outcome] = await this.handleBatch([msg]);
+    if (outcome) throw outcome;
+  }
+
+  /**
+   * Several source events at once (bulk ingestion, issue 13 item 6), outcomes in message order: one publish of the
+   * `processing` statuses, the documents parsed (and pages fetched) a few at a time (the parser is a worker pool),
+   * then one publish of the structured documents and one of the `failed` statuses. Each document keeps its order
+   * (`processing` before its document or its `failed`). An invalid event fails alone (dead-lettered with its reason); a
+   * transient failure (a connector's 5xx) fails only its document, which the bus delivers again alone.
+   */
+  handleBatch(msgs: BusMessage[]): Promise<BatchOutcome[]> {
+    return runBatch('load', 'loader', msgs, async (items) => {
+      const parsed: { item: BatchItem; event: SourceEvent }[] = [];
+      for (const item of items) {
+        try {
+          parsed.push({ item, event: parseMessage(SourceEventSchema, item.msg.value, 'source event') });
+        } catch (e) {
+          item.failed = asError(e);
+        }
+      }
+      for (const part of distinctParts(parsed, (p) => p.event.document_id)) await this.loadPart(part);
+    });
+  }
+
+  private async loadPart(part: { item: BatchItem; event: SourceEvent }[]): Promise<void> {
+    for (const { item, event } of part) {
+      item.span.setAttributes({ 'rag.tenant': event.tenant, 'rag.document_id': event.document_id, 'rag.version': event.version, 'rag.op': event.op });
+      if (event.op === 'upsert') item.span.setAttributes({ 'rag.mime_type': event.mime_type, 'rag.source.kind': event.source.kind });
     }
-    await publishStatus(this.bus, { document_id: event.document_id, tenant: event.tenant, version: event.version, status: 'processing', stage: 'loader' });
-    setSpanAttributes({ 'rag.mime_type': event.mime_type, 'rag.source.kind': event.source.kind });
+    const processing = part.flatMap(({ item, event }) =>
+      event.op === 'upsert' ? [{ item, message: statusMessage({ document_id: event.document_id, tenant: event.tenant, version: event.version, status: 'processing', stage: 'loader' }) }] : [],
+    );
+    await publishEach(this.bus, Topic.IndexEvents, processing);
+    const documents: { item: BatchItem; message: OutgoingMessage<DocumentEvent> }[] = [];
+    const failed: { item: BatchItem; message: OutgoingMessage<IndexEvent> }[] = [];
+    const queue = part.filter((p) => !p.item.failed);
+    const worker = async (): Promise<void> => {
+      for (let next = queue.shift(); next; next = queue.shift()) {
+        const { item, event } = next;
+        try {
+          const out = await withTraceContext(item.context, () => this.outcome(event));
+          if ('document' in out) documents.push({ item, message: { key: event.document_id, value: out.document } });
+          else failed.push({ item, message: statusMessage({ document_id: event.document_id, tenant: event.tenant, version: event.version, status: 'failed', stage: 'loader', error: out.failed }) });
+        } catch (e) {
+          item.failed = asError(e);
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(LOAD_CONCURRENCY, queue.length) }, worker));
+    await publishEach(this.bus, Topic.Documents, documents);
+    await publishEach(this.bus, Topic.IndexEvents, failed);
+  }
+
+  /** What one source event becomes: the document event to publish, or the reason it failed (a `failed` status). */
+  private async outcome(event: SourceEvent): Promise<{ document: DocumentEvent } | { failed: string }> {
+    if (event.op === 'delete') return { document: { ...event, event_id: randomUUID() } };
     const doc = await this.load(event);
     if (doc.ok === 'gone') {
       this.log.info('page gone at the source: deleting', { document_id: event.document_id, version: event.version, reason: doc.reason });
-      const del: DocumentEvent = { event_id: randomUUID(), op: 'delete', document_id: event.document_id, tenant: event.tenant, version: event.version };
-      await this.bus.publish(Topic.Documents, [{ key: event.document_id, value: del }]);
-      return;
+      return { document: { event_id: randomUUID(), op: 'delete', document_id: event.document_id, tenant: event.tenant, version: event.version } };
     }
     if (!doc.ok) {
       setSpanAttributes({ 'rag.outcome': 'failed' });
       this.log.warn('document failed to load', { document_id: event.document_id, version: event.version, reason: doc.reason });
-      await publishStatus(this.bus, {
-        document_id: event.document_id,
-        tenant: event.tenant,
-        version: event.version,
-        status: 'failed',
-        stage: 'loader',
-        error: doc.reason,
-      });
-      return;
+      return { failed: doc.reason };
     }
     setSpanAttributes({ 'rag.blocks': doc.document.blocks.length });
-    const out: DocumentEvent = { event_id: randomUUID(), op: 'upsert', document: doc.document };
-    await this.bus.publish(Topic.Documents, [{ key: event.document_id, value: out }]);
+    return { document: { event_id: randomUUID(), op: 'upsert', document: doc.document } };
   }
 
   private async load(event: Extract<SourceEvent, { op: 'upsert' }>): Promise<Loaded> {

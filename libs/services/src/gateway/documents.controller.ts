@@ -3,12 +3,9 @@ import { FileInterceptor } from '@nestjs/platform-express';
 import type { Request } from 'express';
 import { z } from 'zod';
 import { DocumentService, documentView, type UploadedFile as Upload } from '@rag/application';
-import { AclSchema, BatchInputSchema, DocumentInputSchema, DocumentStatusSchema, MetadataSchema } from '@rag/contracts';
+import { AclSchema, BatchInputSchema, DocumentInputSchema, DocumentStatusSchema, MetadataSchema, type DocumentInput } from '@rag/contracts';
 import { AppError, invalidRequest } from '@rag/platform';
 import { principalOf, RequireScope } from './auth.guard';
-
-/** Documents of one `documents:batch` request accepted at once (distinct ids; see `batch`). */
-const BATCH_SUBMIT_CONCURRENCY = 8;
 
 const jsonField = <T extends z.ZodType>(schema: T) =>
   z
@@ -86,32 +83,20 @@ export class DocumentsController {
     if (!parsed.success) throw invalid(parsed.error.issues);
     const accepted: ({ index: number } & Record<string, unknown>)[] = [];
     const rejected: { index: number; error: { code: string; message: string } }[] = [];
-    // Bulk ingestion (issue 13 item 6): the documents of a batch are accepted a few at a time (each is its own registry
-    // transaction and outbox round trip; one at a time made the submit the bottleneck of distributed ingestion).
-    // Documents with the same id stay in one lane, in their order, so the later one still gets the newer version.
-    const lanes = new Map<string, { index: number; doc: unknown }[]>();
+    // Bulk ingestion (issue 13 item 6): the valid documents of a batch are accepted together — one registry read and
+    // one registry transaction (with their outbox messages) per request, then one relay round (DocumentService.submitMany).
+    const valid: { index: number; input: DocumentInput }[] = [];
     for (const [index, doc] of parsed.data.documents.entries()) {
-      const given = doc !== null && typeof doc === 'object' ? (doc as { id?: unknown }).id : undefined;
-      const id = typeof given === 'string' ? given : `\0${index}`;
-      lanes.set(id, [...(lanes.get(id) ?? []), { index, doc }]);
+      const v = this.documents.validate(doc);
+      if (v.ok) valid.push({ index, input: v.value });
+      else rejected.push({ index, error: { code: v.error.code, message: v.error.message } });
     }
-    const queue = [...lanes.values()];
-    const runLane = async (): Promise<void> => {
-      for (let lane = queue.shift(); lane; lane = queue.shift()) {
-        for (const { index, doc } of lane) {
-          const v = this.documents.validate(doc);
-          if (!v.ok) {
-            rejected.push({ index, error: { code: v.error.code, message: v.error.message } });
-            continue;
-          }
-          const r = await this.documents.submit(v.value, who.tenant);
-          if (r.ok) accepted.push({ index, ...r.value, status: r.value.unchanged ? r.value.status : 'queued' });
-          else rejected.push({ index, error: { code: r.error.code, message: r.error.message } });
-        }
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(BATCH_SUBMIT_CONCURRENCY, queue.length) }, runLane));
-    accepted.sort((a, b) => a.index - b.index);
+    const results = valid.length ? await this.documents.submitMany(valid.map((v) => ({ input: v.input })), who.tenant) : [];
+    results.forEach((r, i) => {
+      const index = valid[i]!.index;
+      if (r.ok) accepted.push({ index, ...r.value, status: r.value.unchanged ? r.value.status : 'queued' });
+      else rejected.push({ index, error: { code: r.error.code, message: r.error.message } });
+    });
     rejected.sort((a, b) => a.index - b.index);
     return { accepted, rejected };
   }

@@ -3,9 +3,9 @@ import { EventPattern, Payload } from '@nestjs/microservices';
 import { BUS_TRANSPORT } from '@rag/adapters';
 import { LoaderStage } from '@rag/application';
 import { Topic } from '@rag/contracts';
-import { BUS, DOCUMENT_PARSER, SOURCE_CONNECTORS, type Bus, type BusMessage, type DocumentParser, type SourceConnector } from '@rag/ports';
+import { BUS, DOCUMENT_PARSER, SOURCE_CONNECTORS, type BatchOutcome, type Bus, type BusMessage, type DocumentParser, type SourceConnector } from '@rag/ports';
 
-/** loader's bus handler: rag.source.events.v1 (consumer group `loader`) → LoaderStage. */
+/** loader's bus handler: rag.source.events.v1 (consumer group `loader`) → LoaderStage, a batch of messages per call (bulk ingestion). */
 @Controller()
 export class LoaderMessageController implements OnModuleDestroy {
   private readonly stage: LoaderStage;
@@ -17,9 +17,9 @@ export class LoaderMessageController implements OnModuleDestroy {
     this.stage = new LoaderStage(bus, connectors, parser);
   }
 
-  @EventPattern(Topic.SourceEvents, BUS_TRANSPORT, { group: 'loader' })
-  handle(@Payload() msg: BusMessage): Promise<void> {
-    return this.stage.handle(msg);
+  @EventPattern(Topic.SourceEvents, BUS_TRANSPORT, { group: 'loader', batch: true })
+  handle(@Payload() msgs: BusMessage[]): Promise<BatchOutcome[]> {
+    return this.stage.handleBatch(msgs);
   }
 
   async onModuleDestroy(): Promise<void> {

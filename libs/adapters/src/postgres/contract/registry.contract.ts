@@ -182,6 +182,68 @@ export function registryContract(h: RegistryHarness): void {
     expect((await r.claimOutbox(10, 60_000)).map((c) => c.value)).toEqual([1, 2]);
   });
 
+  it('acceptMany (bulk ingestion): new and existing ids and repeats in order, one transaction with the outbox in item order', async () => {
+    const r = await h.open();
+    if (!r.acceptMany) throw new Error('the registry lacks acceptMany');
+    await r.accept(upsert('old', { title: 'Kept', acl: ['g'], raw_hash: 'r0' }));
+    await r.markIndexed('old', 1, HASH_A, 3);
+    const msg = (rec: { document_id: string; version: number }) => ({ topic: Topic.SourceEvents, key: rec.document_id, value: `${rec.document_id}@${rec.version}` });
+    const recs = await r.acceptMany([
+      { change: upsert('n2', { title: 'N2', raw_hash: 'h2', metadata: { k: 1 } }), message: msg },
+      { change: upsert('old', { raw_hash: 'r1' }), message: msg },
+      { change: upsert('n1', { acl: ['a'] }), message: msg },
+      { change: { document_id: 'n2', tenant: 't1', op: 'delete' }, message: msg },
+      { change: upsert('n2', { raw_hash: 'h3' }) },
+    ]);
+    expect(recs.map((x) => [x.document_id, x.version, x.status])).toEqual([
+      ['n2', 1, 'queued'],
+      ['old', 2, 'queued'],
+      ['n1', 1, 'queued'],
+      ['n2', 2, 'queued'],
+      ['n2', 3, 'queued'],
+    ]);
+    expect(recs[0]).toMatchObject({ title: 'N2', raw_hash: 'h2', metadata: { k: 1 }, acl: [], active_version: 0 });
+    expect(recs[1]).toMatchObject({ title: 'Kept', acl: ['g'], raw_hash: 'r1', active_version: 1, content_hash: HASH_A });
+    expect(recs[3]!.raw_hash).toBeNull();
+    expect(await r.get('n2')).toEqual(recs[4]);
+    expect((await r.claimOutbox(100, 60_000)).map((c) => [c.key, c.value])).toEqual([
+      ['n2', 'n2@1'],
+      ['old', 'old@2'],
+      ['n1', 'n1@1'],
+      ['n2', 'n2@2'],
+    ]);
+    expect(await r.acceptMany([])).toEqual([]);
+  });
+
+  it('acceptMany is all or nothing: another tenant\'s id or a message that cannot be built rolls every change back', async () => {
+    const r = await h.open();
+    if (!r.acceptMany) throw new Error('the registry lacks acceptMany');
+    await r.accept(upsert('theirs'));
+    await expect(r.acceptMany([{ change: upsert('mine') }, { change: { document_id: 'theirs', tenant: 't2', op: 'upsert' } }])).rejects.toMatchObject({ code: 'conflict' });
+    await expect(
+      r.acceptMany([
+        { change: upsert('mine'), message: (rec) => ({ topic: Topic.SourceEvents, key: rec.document_id, value: 1 }) },
+        { change: upsert('theirs'), message: () => { throw new Error('boom'); } },
+      ]),
+    ).rejects.toThrow('boom');
+    expect(await r.get('mine')).toBeNull();
+    expect((await r.get('theirs'))!.version).toBe(1);
+    expect(await r.claimOutbox(100, 60_000)).toEqual([]);
+  });
+
+  it('acceptMany from two registries at once over overlapping ids: every change gets its own version, none is lost', async () => {
+    const [a, b] = [await h.open(), await h.open()];
+    const ids = Array.from({ length: 12 }, (_, i) => `c${i}`);
+    const batch = (reg: Registry, order: string[]) => reg.acceptMany!(order.map((id) => ({ change: upsert(id), message: (rec) => ({ topic: Topic.SourceEvents, key: id, value: rec.version }) })));
+    await Promise.all([batch(a, ids), batch(b, [...ids].reverse()), batch(a, ids.slice(3)), batch(b, ids.slice(0, 6).reverse())]);
+    for (const [i, id] of ids.entries()) expect((await a.get(id))!.version).toBe(2 + (i >= 3 ? 1 : 0) + (i < 6 ? 1 : 0));
+    const claimed = await a.claimOutbox(1000, 60_000);
+    for (const id of ids) {
+      const versions = claimed.filter((c) => c.key === id).map((c) => c.value);
+      expect(versions).toEqual(Array.from({ length: versions.length }, (_, k) => k + 1));
+    }
+  });
+
   it('serializes concurrent accepts of one document: every change gets its own version, each with its outbox message', async () => {
     const [a, b] = [await h.open(), await h.open()];
     const versions = await Promise.all(
