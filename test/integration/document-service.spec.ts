@@ -152,4 +152,47 @@ describe('DocumentService', () => {
       ]);
     });
   });
+
+  describe('batches (documents:batch, bulk ingestion)', () => {
+    it('accepts a batch in input order: new, repeated, unchanged and rejected documents, each as submit would answer', async () => {
+      await docs.submit({ id: 'old', text: 'same body' }, 'acme');
+      const spy = vi.spyOn(registry, 'acceptMany');
+      const out = await docs.submitMany(
+        [
+          { input: { id: 'a', text: 'alpha' } },
+          { input: { id: 'old', text: 'same body' } },
+          { input: { id: 'empty', text: '' } },
+          { input: { id: 'a', text: 'alpha' } },
+          { input: { id: 'a', text: 'alpha two' } },
+          { input: { id: 'b', text: 'beta' } },
+        ],
+        'acme',
+      );
+      expect(out.map((r) => (r.ok ? [r.value.document_id, r.value.version, r.value.unchanged ?? false] : r.error.code))).toEqual([
+        ['a', 1, false],
+        ['old', 1, true],
+        'invalid_request',
+        ['a', 1, true],
+        ['a', 2, false],
+        ['b', 1, false],
+      ]);
+      // parts with distinct ids, in order: [a, old] (only `a` changes: one accept), [a] (unchanged), [a two, b] (one acceptMany)
+      expect(spy.mock.calls.map((c) => c[0].map((i) => i.change.document_id))).toEqual([['acme#a', 'acme#b']]);
+      expect(bus.published.map((m) => [m.key, m.value.version])).toEqual([
+        ['acme#old', 1],
+        ['acme#a', 1],
+        ['acme#a', 2],
+        ['acme#b', 1],
+      ]);
+    });
+
+    it('rejects only the document whose id is held by another tenant’s record; the rest of the batch is accepted', async () => {
+      // A record of another tenant under this tenant's qualified id (only a pre-scoping record could be one).
+      await registry.accept({ document_id: 'acme#x', tenant: 'beta', op: 'upsert' });
+      const out = await docs.submitMany([{ input: { id: 'y', text: 'why' } }, { input: { id: 'x', text: 'ex' } }, { input: { id: 'z', text: 'zed' } }], 'acme');
+      expect(out.map((r) => (r.ok ? r.value.document_id : r.error.code))).toEqual(['y', 'conflict', 'z']);
+      expect((await registry.get('acme#y'))?.version).toBe(1);
+      expect((await registry.get('acme#z'))?.version).toBe(1);
+    });
+  });
 });

@@ -107,3 +107,57 @@ describe('LoaderStage limits', () => {
     expect(doc.document).toMatchObject({ title: 'Travel', metadata: { team: 'ops' } });
   });
 });
+
+describe('LoaderStage batches (bulk ingestion)', () => {
+  /** Counts publish calls per topic too (the batch path publishes each kind of message once per batch). */
+  class CountingBus extends RecordingBus {
+    calls: Topic[] = [];
+    override async publish(topic: Topic, messages: OutgoingMessage[]) {
+      this.calls.push(topic);
+      await super.publish(topic, messages);
+    }
+  }
+  const at = (value: Record<string, unknown>, key: string, offset: number): BusMessage => ({ ...message(value), key, offset });
+
+  it('loads a batch with one publish per kind; an invalid event and a transient source failure fail alone, the rest go on', async () => {
+    const bus = new CountingBus();
+    const connector = {
+      kind: 'notion',
+      fetch: async () => {
+        throw new Error('notion: 503 Service Unavailable');
+      },
+    } as unknown as SourceConnector;
+    const stage = new LoaderStage(bus as unknown as Bus, [connector], new InProcessDocumentParser({ ...DEFAULT_PARSE_LIMITS, maxTextBytes: 1024 }));
+    const outcomes = await stage.handleBatch([
+      at(upload({ document_id: 'upload:a', text: 'Alpha body.' }), 'upload:a', 0),
+      at({ op: 'upsert', document_id: 'upload:bad' }, 'upload:bad', 1),
+      at(upload({ document_id: 'notion:p1', text: undefined, source: { kind: 'notion', ref: 'p1' } }), 'notion:p1', 2),
+      at(upload({ document_id: 'upload:big', text: 'word '.repeat(1000) }), 'upload:big', 3),
+      at({ event_id: 'e9', op: 'delete', document_id: 'upload:gone', tenant: 'default', version: 2, emitted_at: new Date(0).toISOString() }, 'upload:gone', 4),
+      at(upload({ document_id: 'upload:b', text: 'Beta body.' }), 'upload:b', 5),
+    ]);
+    expect(outcomes[0]).toBeUndefined();
+    expect(outcomes[1]).toBeInstanceOf(NonRetryableError);
+    expect(String(outcomes[2])).toContain('503');
+    expect(outcomes.slice(3)).toEqual([undefined, undefined, undefined]);
+    const docs = bus.published.filter((p) => p.topic === Topic.Documents).map((p) => p.value as { op: string; document?: { document_id: string }; document_id?: string });
+    expect(docs.map((d) => d.document?.document_id ?? `${d.op}:${d.document_id}`).sort()).toEqual(['delete:upload:gone', 'upload:a', 'upload:b']);
+    const statuses = bus.statuses().map((s) => [s.document_id, s.status]);
+    expect(statuses.filter(([, s]) => s === 'processing').map(([id]) => id)).toEqual(['upload:a', 'notion:p1', 'upload:big', 'upload:b']);
+    expect(statuses.filter(([, s]) => s === 'failed')).toEqual([['upload:big', 'failed']]);
+    // processing statuses, then the documents, then the failed statuses: three publishes for the whole batch
+    expect(bus.calls).toEqual([Topic.IndexEvents, Topic.Documents, Topic.IndexEvents]);
+  });
+
+  it('two events of one document in a batch are handled one after the other, in order', async () => {
+    const bus = new CountingBus();
+    const stage = new LoaderStage(bus as unknown as Bus);
+    const outcomes = await stage.handleBatch([
+      at(upload({ document_id: 'upload:a', version: 1, text: 'First.' }), 'upload:a', 0),
+      at(upload({ document_id: 'upload:a', version: 2, text: 'Second.' }), 'upload:a', 1),
+    ]);
+    expect(outcomes).toEqual([undefined, undefined]);
+    const versions = bus.published.filter((p) => p.topic === Topic.Documents).map((p) => (p.value as { document: { version: number } }).document.version);
+    expect(versions).toEqual([1, 2]);
+  });
+});
