@@ -8,4 +8,3 @@ export * from './eval';
 export * from './sources';
 export * from './documents';
 export * from './agent';
-export * from './translation';

@@ -1,1 +1,0 @@
-export * from './dictionary-translator.adapter';

@@ -1,2 +1,0 @@
-export * from './dictionary';
-export * from './translate';
