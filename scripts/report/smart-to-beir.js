@@ -55,7 +55,8 @@ function main() {
   mkdirSync(join(outDir, 'qrels'), { recursive: true });
   const corpus = docs
     .filter((d) => d.fields.W || d.fields.T)
-    .map((d) => JSON.stringify({ _id: d.id, title: d.fields.T ?? '', text: d.fields.W ?? '' }));
+    // A record with a title only (half of CACM's) keeps its title as its text: the platform refuses a blank text.
+    .map((d) => JSON.stringify({ _id: d.id, title: d.fields.T ?? '', text: d.fields.W ?? d.fields.T }));
   writeFileSync(join(outDir, 'corpus.jsonl'), corpus.join('\n') + '\n');
   const qs = queries.filter((q) => judged.has(q.id) && q.fields.W).map((q) => JSON.stringify({ _id: q.id, text: q.fields.W }));
   writeFileSync(join(outDir, 'queries.jsonl'), qs.join('\n') + '\n');
