@@ -1,6 +1,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import type { SearchMode } from '@rag/contracts';
+import { GATE_CALIBRATION, type EmbeddedHandles } from '@rag/services';
 import { answerContainsGold, evaluateRun, goldInFirstSentence, parseQrels, statementSupport } from '@rag/domain';
 import { ingest } from './ingest';
 import type { AnswerJudge } from './judge';
@@ -89,6 +90,23 @@ export async function ingestDataset(client: PlatformClient, dir: string): Promis
   if (s.failed.length || s.rejected.length) {
     process.stderr.write(`eval: ${s.failed.length} failed, ${s.rejected.length} rejected (first: ${JSON.stringify(s.failed[0] ?? s.rejected[0])})\n`);
   }
+}
+
+/**
+ * Makes the relevance gate's calibration of the evaluated (default) tenant before measuring (GateCalibrator.ensure):
+ * on a running platform it is made in the background after ingestion settles, and questions meanwhile are gated with
+ * the fixed fallback threshold. No-op when calibration is off (RAG_GATE_CALIBRATION=off, RAG_REFUSAL_THRESHOLD set).
+ */
+export async function calibrateGate(handles: Pick<EmbeddedHandles, 'context'>, tenant = 'default'): Promise<void> {
+  let gate: { ensure(tenant: string): Promise<void> } | null = null;
+  try {
+    gate = handles.context.get(GATE_CALIBRATION, { strict: false });
+  } catch {
+    return;
+  }
+  const started = Date.now();
+  await gate?.ensure(tenant);
+  if (gate) process.stderr.write(`eval: relevance gate calibrated (${((Date.now() - started) / 1000).toFixed(1)} s)\n`);
 }
 
 export interface EvaluateModeOptions {

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { evidenceScore, GATE_PROBES, LexicalMemo, type GateCalibration } from '@rag/domain';
+import { inStage, metrics } from '@rag/platform';
 import type { GateCalibrationStore } from '@rag/ports';
 import { GateCalibrator, type CalibrationIndex } from './gate-calibration';
 import { GeneratorService } from './generator.service';
@@ -70,15 +71,20 @@ const aero = [
 ];
 
 describe('GateCalibrator', () => {
-  const opts = { fallbackThreshold: 0.45, sampleSize: 50, pseudoQueries: 20 };
+  // sleep: immediate (the settling wait is counted, not timed); settleMs only names the wait.
+  const sleeps: number[] = [];
+  const opts = { fallbackThreshold: 0.45, sampleSize: 50, pseudoQueries: 20, settleMs: 5000, sleep: async (ms: number) => void sleeps.push(ms) };
 
-  it('calibrates a tenant on its first question, stores it, and gates Latin-script questions with idf weights', async () => {
+  it('never makes a question wait: the first one gets the fallback threshold, the calibration is made in the background and stored', async () => {
     const store = new MemoryStore();
     const index = textIndex(aero);
     const cal = new GateCalibrator(index, store, opts);
+    const first = await cal.settingsFor('acme', 'boundary layer thickness at supersonic speeds');
+    expect(first).toEqual({ threshold: 0.45, calibrated: false });
+    await cal.settled('acme');
+    expect(store.puts).toHaveLength(1);
     const s = await cal.settingsFor('acme', 'boundary layer thickness at supersonic speeds');
     expect(s.calibrated).toBe(true);
-    expect(store.puts).toHaveLength(1);
     const stored = store.puts[0]!;
     expect(stored.tenant).toBe('acme');
     expect(stored.chunks).toBe(aero.length);
@@ -89,20 +95,57 @@ describe('GateCalibrator', () => {
     expect(s.denseTop).toBeGreaterThan(0);
     expect(Object.keys(s.termWeights ?? {})).toEqual(expect.arrayContaining(['boundary', 'layer', 'supersonic']));
     expect(s.termWeights!['supersonic']).toBeGreaterThan(0);
-    // The second question is served from memory: no new retrievals.
+    // Served from memory afterwards: no new retrievals.
     const retrievals = index.counters.retrieve;
     const zh = await cal.settingsFor('acme', '边界层的厚度是多少');
     expect(zh.calibration).toEqual(stored.scripts.cjk);
     expect(index.counters.retrieve).toBe(retrievals);
   });
 
+  it('starts calibrating only once ingestion has settled (the index size held still for settleMs)', async () => {
+    const store = new MemoryStore();
+    const texts = aero.slice(0, 2);
+    const index = textIndex(texts);
+    const sizesAtCalibration: number[] = [];
+    const ingesting = { ...index, sample: async (t: string, n: number, r: () => number) => (sizesAtCalibration.push(texts.length), index.sample(t, n, r)) };
+    const waits: number[] = [];
+    // each settling wait, two more documents arrive, until the corpus is complete
+    const sleep = async (ms: number) => {
+      waits.push(ms);
+      if (texts.length < aero.length) texts.push(...aero.slice(texts.length, texts.length + 2));
+    };
+    const cal = new GateCalibrator(ingesting, store, { ...opts, sleep });
+    await cal.settingsFor('t', 'flutter');
+    await cal.settled('t');
+    expect(waits.length).toBeGreaterThanOrEqual(3);
+    expect(waits.every((w) => w === 5000)).toBe(true);
+    expect(sizesAtCalibration).toEqual([aero.length]);
+    expect(store.puts).toHaveLength(1);
+    expect(store.puts[0]!.chunks).toBe(aero.length);
+  });
+
+  it('keeps its retrievals out of the stage latency histogram (background work)', async () => {
+    const index = textIndex(aero);
+    const timed = { ...index, retrieve: (t: string, q: string) => inStage('retrieve', {}, () => index.retrieve(t, q)) };
+    const count = async () => ((await metrics.stageLatency.get()).values.find((v) => v.metricName === 'rag_stage_duration_seconds_count' && v.labels.stage === 'retrieve')?.value ?? 0);
+    const before = await count();
+    const cal = new GateCalibrator(timed, new MemoryStore(), opts);
+    await cal.ensure('t');
+    expect(index.counters.retrieve).toBeGreaterThan(GATE_PROBES.length - 1);
+    expect(await count()).toBe(before);
+    // the same retrieval outside the calibration is timed
+    await timed.retrieve('t', 'flutter');
+    expect(await count()).toBe(before + 1);
+  });
+
   it('reads a stored calibration instead of calibrating again (a restart)', async () => {
     const store = new MemoryStore();
-    await new GateCalibrator(textIndex(aero), store, opts).settingsFor('acme', 'flutter of swept wings');
+    await new GateCalibrator(textIndex(aero), store, opts).ensure('acme');
     const index = textIndex(aero);
     const again = new GateCalibrator(index, store, opts);
     const s = await again.settingsFor('acme', 'flutter of swept wings');
     expect(s.calibrated).toBe(true);
+    await again.settled('acme');
     expect(index.counters.retrieve).toBe(0);
     expect(store.puts).toHaveLength(1);
   });
@@ -113,7 +156,7 @@ describe('GateCalibrator', () => {
     const texts = aero.slice(0, 5);
     const index = textIndex(texts);
     const cal = new GateCalibrator(index, store, { ...opts, now: () => now, checkIntervalMs: 1000 });
-    await cal.settingsFor('t', 'flutter');
+    await cal.ensure('t');
     expect(store.puts).toHaveLength(1);
     // Within the check interval nothing is checked; after it, an unchanged index is not recalibrated.
     now = 500;
@@ -142,14 +185,17 @@ describe('GateCalibrator', () => {
     const store = new MemoryStore();
     const cal = new GateCalibrator(textIndex(texts), store, { ...opts, now: () => now, checkIntervalMs: 10 });
     expect(await cal.settingsFor('t', 'anything at all')).toEqual({ threshold: 0.45, calibrated: false });
+    await cal.settled('t');
+    expect(store.puts).toHaveLength(0);
     texts.push(...aero);
     now = 100;
-    const s = await cal.settingsFor('t', 'flutter of swept wings');
-    expect(s.calibrated).toBe(true);
+    expect((await cal.settingsFor('t', 'flutter of swept wings')).calibrated).toBe(false);
+    await cal.settled('t');
     expect(store.puts).toHaveLength(1);
+    expect((await cal.settingsFor('t', 'flutter of swept wings')).calibrated).toBe(true);
   });
 
-  it('falls back to the fixed threshold when the index cannot be read, and shares one calibration between concurrent first questions', async () => {
+  it('falls back to the fixed threshold when the index cannot be read, and shares one calibration between concurrent callers', async () => {
     const broken: CalibrationIndex = {
       size: async () => {
         throw new Error('index down');
@@ -157,11 +203,14 @@ describe('GateCalibrator', () => {
       sample: async () => [],
       retrieve: async () => [],
     };
-    expect(await new GateCalibrator(broken, new MemoryStore(), opts).settingsFor('t', 'q')).toEqual({ threshold: 0.45, calibrated: false });
+    const b = new GateCalibrator(broken, new MemoryStore(), opts);
+    expect(await b.settingsFor('t', 'q')).toEqual({ threshold: 0.45, calibrated: false });
+    await b.settled('t');
     const store = new MemoryStore();
     const index = textIndex(aero);
     const cal = new GateCalibrator(index, store, opts);
-    await Promise.all([cal.settingsFor('t', 'flutter'), cal.settingsFor('t', 'lift'), cal.settingsFor('t', 'heat transfer')]);
+    await Promise.all([cal.settingsFor('t', 'flutter'), cal.ensure('t'), cal.settingsFor('t', 'heat transfer'), cal.ensure('t')]);
+    await cal.settled('t');
     expect(store.puts).toHaveLength(1);
     expect(index.counters.sample).toBe(1);
   });
@@ -169,7 +218,7 @@ describe('GateCalibrator', () => {
   it.runIf(existsSync(cranfieldDir))('on real Cranfield abstracts: probes mostly under the threshold, the index’s own questions over it', async () => {
     const texts = readCorpus(cranfieldDir, 150);
     const cal = new GateCalibrator(textIndex(texts), new MemoryStore(), { fallbackThreshold: 0.45, sampleSize: 100, pseudoQueries: 30 });
-    const c = (await cal.current('default'))!;
+    const c = (await cal.ensure('default'))!;
     const latin = c.scripts.latin!;
     // the index's own pseudo-queries sit well above the probes: most pass the calibrated gate
     expect(c.pseudo.latin.q50).toBeGreaterThan(0.5);
@@ -184,7 +233,7 @@ describe('GATE_PROBES and the out-of-domain measurement sets', () => {
     const dir = join(__dirname, '..', '..', '..', '..', 'test', 'fixtures', 'ood');
     const norm = (s: string) => s.toLowerCase().replace(/[^\p{L}\p{N}]+/gu, '');
     const probes = new Set(GATE_PROBES.map(norm));
-    for (const f of ['cranfield.jsonl', 'cmrc2018-trial.jsonl', 'cisi.jsonl']) {
+    for (const f of ['cranfield.jsonl', 'cmrc2018-trial.jsonl', 'cisi.jsonl', 'cacm.jsonl']) {
       if (!existsSync(join(dir, f))) continue;
       for (const line of readFileSync(join(dir, f), 'utf8').split('\n').filter((l) => l.trim())) {
         const q = JSON.parse(line) as { text: string };

@@ -19,7 +19,7 @@ import {
   type GateScript,
   type ScriptCalibration,
 } from '@rag/domain';
-import { inSpan, Logger, outsideTrace } from '@rag/platform';
+import { asBackgroundWork, inSpan, Logger, outsideTrace } from '@rag/platform';
 import type { GateCalibrationStore, KeywordIndex, Registry } from '@rag/ports';
 
 /** What the calibration reads of a tenant's index. */
@@ -55,8 +55,13 @@ export interface GateCalibratorOptions {
   pseudoQueries?: number;
   /** Relative change of the index size that makes a calibration stale (default 0.2). */
   growth?: number;
-  /** Least time between two size checks of one tenant (default 60 s). */
+  /** Least time between two size checks of one calibrated tenant (default 60 s); an uncalibrated one is checked every `settleMs`. */
   checkIntervalMs?: number;
+  /**
+   * Ingestion has settled when the index size held still this long (default 5 s): a calibration starts only then, so
+   * that it samples the finished index and does not compete with an ongoing ingestion.
+   */
+  settleMs?: number;
   /** Threshold rule (domain DEFAULT_CALIBRATION). */
   rule?: CalibrationOptions;
   /** Probe questions (domain GATE_PROBES). */
@@ -64,6 +69,8 @@ export interface GateCalibratorOptions {
   /** Seed of the sampling (default 1; a calibration is reproducible for an unchanged index). */
   seed?: number;
   now?: () => number;
+  /** Waits `ms` (tests pass a fake; default a timer). */
+  sleep?: (ms: number) => Promise<void>;
 }
 
 interface Signals {
@@ -74,7 +81,11 @@ interface Signals {
 interface Entry {
   cal: GateCalibration | null;
   checkedAt: number;
-  refreshing?: Promise<void>;
+  /** Index size seen by the last check (a size unchanged since then needs no settling wait). */
+  size?: number;
+  job?: Promise<void>;
+  /** Whether "not calibrated yet" was logged for this tenant. */
+  told?: boolean;
 }
 
 /**
@@ -82,17 +93,22 @@ interface Entry {
  * statistics and pseudo-queries, asks the off-topic probes through retrieval (lexical estimate) and the vector store
  * (top dense similarity), and stores the resulting scales per script with the statistics (GateCalibrationStore). At
  * query time `settingsFor` hands the generator's gate the calibration of the question's script, the question's idf
- * weights and its top dense similarity (one more query embedding and a k = 1 vector search per question). The first question of a tenant without a
- * stored calibration waits for it (a few hundred retrievals, bounded); later, when the index has grown or shrunk by
- * `growth`, a recalibration runs in the background while the old calibration keeps serving. An empty index is not
- * calibrated (the fallback threshold applies); a failed calibration is logged and the fallback applies until the
- * next check.
+ * weights and its top dense similarity (one more query embedding and a k = 1 vector search per question).
+ *
+ * Questions never wait for a calibration (issue 13): calibrating runs in the background, once ingestion has settled
+ * (the index size unchanged for `settleMs`), when a tenant has none yet or its index grew or shrank by `growth`
+ * (checked at most once per `checkIntervalMs`, triggered by its questions and by `watch`). Until a tenant has a
+ * calibration its questions are gated with the fixed fallback threshold (logged once per tenant; `calibrated: false`).
+ * The calibration's own retrievals run as background work (platform asBackgroundWork): traced in their own
+ * `gate-calibration` trace, left out of the stage latency histogram the SLO dashboards read. An empty index is not
+ * calibrated; a failed calibration is logged and the previous one (or the fallback) serves until the next check.
  */
 export class GateCalibrator {
   private readonly log = new Logger('gate-calibration');
   private readonly entries = new Map<string, Entry>();
   private readonly inflight = new Map<string, Promise<GateCalibration | null>>();
   private readonly opts: Required<Omit<GateCalibratorOptions, 'rule' | 'probes'>> & { rule: CalibrationOptions; probes: readonly string[] };
+  private timer: ReturnType<typeof setInterval> | undefined;
 
   constructor(
     private readonly index: CalibrationIndex,
@@ -104,15 +120,17 @@ export class GateCalibrator {
       pseudoQueries: 60,
       growth: 0.2,
       checkIntervalMs: 60_000,
+      settleMs: 5_000,
       seed: 1,
       now: () => Date.now(),
+      sleep: (ms) => new Promise((r) => setTimeout(r, ms).unref?.()),
       ...opts,
       rule: opts.rule ?? DEFAULT_CALIBRATION,
       probes: opts.probes ?? GATE_PROBES,
     };
   }
 
-  /** The gate settings for a question asked in `tenant`'s index. Never throws (falls back to the fixed threshold). */
+  /** The gate settings for a question asked in `tenant`'s index. Never throws, never waits for a calibration. */
   async settingsFor(tenant: string, question: string): Promise<GateSettings> {
     let cal: GateCalibration | null = null;
     try {
@@ -135,44 +153,98 @@ export class GateCalibrator {
     return { threshold: CALIBRATED_THRESHOLD, ...weights, calibration: script, ...(denseTop !== undefined ? { denseTop } : {}), calibrated: true };
   }
 
-  /** The tenant's calibration: from memory, else the store, else calibrated now; refreshed in the background when stale. */
+  /**
+   * The tenant's calibration as it stands (memory, else the store): never waits for one to be made. Starts a
+   * background check when one is due (see the class comment).
+   */
   async current(tenant: string): Promise<GateCalibration | null> {
-    const now = this.opts.now();
     let entry = this.entries.get(tenant);
     if (!entry) {
       const stored = await this.store.get(tenant);
-      entry = { cal: stored, checkedAt: stored ? 0 : now };
+      entry = this.entries.get(tenant) ?? { cal: stored, checkedAt: -Infinity };
       this.entries.set(tenant, entry);
-      if (!stored) {
-        entry.cal = await this.calibrateOnce(tenant);
-        entry.checkedAt = this.opts.now();
-        return entry.cal;
-      }
     }
-    if (now - entry.checkedAt >= this.opts.checkIntervalMs && !entry.refreshing) {
-      entry.checkedAt = now;
-      const e = entry;
-      e.refreshing = this.refreshIfStale(tenant, e).finally(() => (e.refreshing = undefined));
-      // A tenant that has no calibration yet (an empty index earlier) waits; one with a calibration keeps serving it.
-      if (!e.cal) await e.refreshing;
+    this.checkIfDue(tenant, entry);
+    if (!entry.cal && !entry.told) {
+      entry.told = true;
+      this.log.info('relevance gate not calibrated yet for this tenant: the fixed fallback threshold applies until the background calibration is done', {
+        tenant,
+        threshold: this.opts.fallbackThreshold,
+      });
     }
     return entry.cal;
   }
 
-  /** Waits for a background refresh of `tenant`, if one runs (tests, shutdown). */
-  async settled(tenant: string): Promise<void> {
-    await this.entries.get(tenant)?.refreshing;
+  /**
+   * Checks the tenants this process knows (asked, or `watch`ed) every `checkIntervalMs` on a timer (unref'd: it never
+   * keeps the process alive), so that an index that grew is recalibrated before its next question needs it.
+   */
+  watch(...tenants: string[]): void {
+    for (const t of tenants) if (!this.entries.has(t)) void this.current(t).catch(() => undefined);
+    if (this.timer) return;
+    this.timer = setInterval(() => {
+      for (const [tenant, entry] of this.entries) this.checkIfDue(tenant, entry);
+    }, this.opts.checkIntervalMs);
+    this.timer.unref?.();
   }
 
+  /** Stops the timer of `watch` (shutdown). */
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  /** Waits for the tenant's background check, if one runs (tests, shutdown). */
+  async settled(tenant: string): Promise<void> {
+    await this.entries.get(tenant)?.job;
+  }
+
+  /**
+   * The tenant's calibration, made now when there is none (or it is stale) — for callers that must not measure before
+   * it exists (`rag eval` after ingesting); questions use `settingsFor`, which never waits.
+   */
+  async ensure(tenant: string): Promise<GateCalibration | null> {
+    await this.current(tenant);
+    const entry = this.entries.get(tenant)!;
+    await entry.job;
+    const size = await this.index.size(tenant);
+    if (size > 0 && (!entry.cal || calibrationStale(entry.cal, size, this.opts.growth))) {
+      const cal = await this.calibrateOnce(tenant);
+      if (cal) entry.cal = cal;
+      entry.size = size;
+      entry.checkedAt = this.opts.now();
+    }
+    return entry.cal;
+  }
+
+  private checkIfDue(tenant: string, entry: Entry): void {
+    const now = this.opts.now();
+    const interval = entry.cal ? this.opts.checkIntervalMs : Math.min(this.opts.checkIntervalMs, this.opts.settleMs);
+    if (entry.job || now - entry.checkedAt < interval) return;
+    entry.checkedAt = now;
+    entry.job = this.refreshIfStale(tenant, entry).finally(() => {
+      entry.job = undefined;
+      entry.checkedAt = this.opts.now();
+    });
+  }
+
+  /** Background: once the index size holds still, (re)calibrates a tenant without a calibration or with a stale one. */
   private async refreshIfStale(tenant: string, entry: Entry): Promise<void> {
     try {
-      const size = await this.index.size(tenant);
-      if (entry.cal && !calibrationStale(entry.cal, size, this.opts.growth)) return;
-      if (!entry.cal && size === 0) return;
+      let size = await this.index.size(tenant);
+      // Settling: a size that changed since the last check means ingestion may still run; wait until it holds still.
+      while (size !== entry.size) {
+        entry.size = size;
+        if (entry.cal && !calibrationStale(entry.cal, size, this.opts.growth)) return;
+        if (size === 0) return;
+        await this.opts.sleep(this.opts.settleMs);
+        size = await this.index.size(tenant);
+      }
+      if (size === 0 || (entry.cal && !calibrationStale(entry.cal, size, this.opts.growth))) return;
       const cal = await this.calibrateOnce(tenant);
       if (cal) entry.cal = cal;
     } catch (e) {
-      this.log.warn('gate recalibration failed; keeping the previous calibration', { tenant, error: String(e) });
+      this.log.warn('gate calibration failed; keeping the previous calibration (or the fallback threshold)', { tenant, error: String(e) });
     }
   }
 
@@ -180,8 +252,11 @@ export class GateCalibrator {
   private calibrateOnce(tenant: string): Promise<GateCalibration | null> {
     let p = this.inflight.get(tenant);
     if (!p) {
-      // Its own trace (one `gate-calibration` root span), not a few hundred retrieve spans inside the first question's.
-      p = outsideTrace(() => inSpan('gate-calibration', { 'rag.tenant': tenant }, () => this.calibrate(tenant))).finally(() => this.inflight.delete(tenant));
+      // Its own trace (one `gate-calibration` root span), not a few hundred retrieve spans inside a question's; and
+      // background work, so that its retrievals stay out of the stage latency histogram (user-facing latency).
+      p = asBackgroundWork('gate-calibration', () =>
+        outsideTrace(() => inSpan('gate-calibration', { 'rag.tenant': tenant }, () => this.calibrate(tenant))),
+      ).finally(() => this.inflight.delete(tenant));
       this.inflight.set(tenant, p);
     }
     return p;

@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 /** One prom-client registry per process (each service, or the whole embedded runner). */
@@ -124,9 +125,34 @@ export const metrics = {
   }),
 };
 
+const background = new AsyncLocalStorage<string>();
+
+/**
+ * Runs `fn` as the platform's own background work (e.g. the relevance gate's calibration, whose ~160 retrievals are
+ * not user requests): stages timed inside it (`inStage`, `timeStage`) are left out of `rag_stage_duration_seconds`,
+ * which the SLO dashboards and alerts read as user-facing latency. `what` names the work (`backgroundWork()`).
+ */
+export function asBackgroundWork<T>(what: string, fn: () => T): T {
+  return background.run(what, fn);
+}
+
+/** The background work the caller runs inside (asBackgroundWork), or undefined for request/pipeline work. */
+export function backgroundWork(): string | undefined {
+  return background.getStore();
+}
+
+/** A timer into the stage histogram, or a no-op inside background work (asBackgroundWork). */
+export function stageTimer(stage: string): () => void {
+  if (background.getStore() !== undefined) return () => undefined;
+  const end = metrics.stageLatency.startTimer({ stage });
+  return () => {
+    end();
+  };
+}
+
 /** Times a function into the stage histogram. */
 export async function timeStage<T>(stage: string, fn: () => Promise<T>): Promise<T> {
-  const end = metrics.stageLatency.startTimer({ stage });
+  const end = stageTimer(stage);
   try {
     return await fn();
   } finally {

@@ -27,7 +27,7 @@ import {
   type SpanExporter,
   type SpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
-import { metrics, type StageName } from './metrics';
+import { stageTimer, type StageName } from './metrics';
 
 /**
  * OpenTelemetry tracing of every service (and of the embedded runner): one span per pipeline and query stage, named
@@ -296,9 +296,12 @@ export function inSpan<T>(name: string, attributes: Attributes, fn: (span: Span)
   });
 }
 
-/** `inSpan` named after the stage, also timed into `rag_stage_duration_seconds{stage}` (span name = stage label). */
+/**
+ * `inSpan` named after the stage, also timed into `rag_stage_duration_seconds{stage}` (span name = stage label) —
+ * except inside background work (metrics.ts asBackgroundWork), which is traced but not timed as a user-facing stage.
+ */
 export async function inStage<T>(stage: StageName, attributes: Attributes, fn: (span: Span) => Promise<T>, opts: SpanOptions = {}): Promise<T> {
-  const end = metrics.stageLatency.startTimer({ stage });
+  const end = stageTimer(stage);
   try {
     return await inSpan(stage, attributes, fn, opts);
   } finally {

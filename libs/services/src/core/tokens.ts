@@ -5,3 +5,5 @@ export const QUERY_EMBEDDING = Symbol('QUERY_EMBEDDING');
 export const RETRIEVE_CALL = Symbol('RETRIEVE_CALL');
 export const RERANK_CALL = Symbol('RERANK_CALL');
 export const GENERATE_CALL = Symbol('GENERATE_CALL');
+/** The relevance gate's per-tenant calibration (generator module): `{ settingsFor, ensure, watch, stop }`, or null without an index in this process. */
+export const GATE_CALIBRATION = Symbol('GATE_CALIBRATION');

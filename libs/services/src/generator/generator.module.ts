@@ -1,21 +1,32 @@
 import { join } from 'node:path';
-import { Inject, Module, type OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Module, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { createWorkerGrounding, FileGateCalibrationStore } from '@rag/adapters';
 import { GateCalibrator, GeneratorService, InProcessGrounding, registryCalibrationSample, type GeneratorOptions, type QueryEmbeddingCall, type RetrieveCall, type VerifierEmbed } from '@rag/application';
 import { normalizeQuery } from '@rag/domain';
 import type { AppConfig } from '@rag/platform';
 import { GROUNDING, KEYWORD_INDEX, LLM, REGISTRY, VECTOR_STORE, type Grounding, type KeywordIndex, type Llm, type Registry, type VectorStore } from '@rag/ports';
-import { CONFIG, GENERATE_CALL, QUERY_EMBEDDING, RETRIEVE_CALL } from '../core/tokens';
+import { CONFIG, GATE_CALIBRATION, GENERATE_CALL, QUERY_EMBEDDING, RETRIEVE_CALL } from '../core/tokens';
+
+/** The gate calibration as the generator, the module's start-up and `rag eval` see it (GATE_CALIBRATION). */
+export interface GateCalibrationHandle {
+  settingsFor: NonNullable<GeneratorOptions['gate']>['settingsFor'];
+  /** The tenant's calibration, made now if missing or stale (`rag eval` before measuring; questions never wait). */
+  ensure(tenant: string): Promise<void>;
+  /** Checks these tenants (and every one asked) in the background on a timer (see GateCalibrator.watch). */
+  watch(...tenants: string[]): void;
+  stop(): void;
+}
 
 /**
  * The relevance gate's per-tenant calibration (issue 15), when RAG_GATE_CALIBRATION=auto and this process also holds
- * the index and the retriever (embedded mode): resolved on the first question, since the providers live in sibling
- * modules. A process without them (the distributed generator) gates with RAG_REFUSAL_THRESHOLD; calibrations are kept
- * as JSON files under RAG_DATA_DIR/gate/. Not built: a shared PostgreSQL store for the distributed services.
+ * the index and the retriever (embedded mode): resolved on first use, since the providers live in sibling modules.
+ * A process without them (the distributed generator) gates with RAG_REFUSAL_THRESHOLD; calibrations are kept as JSON
+ * files under RAG_DATA_DIR/gate/. Calibrating runs in the background after ingestion settles (GateCalibrator); the
+ * default tenant is watched from start-up. Not built: a shared PostgreSQL store for the distributed services.
  */
-function calibratedGate(moduleRef: ModuleRef, c: AppConfig): GeneratorOptions['gate'] {
-  if (c.RAG_GATE_CALIBRATION !== 'auto') return undefined;
+function calibratedGate(moduleRef: ModuleRef, c: AppConfig): GateCalibrationHandle | null {
+  if (c.RAG_GATE_CALIBRATION !== 'auto') return null;
   let calibrator: GateCalibrator | null | undefined;
   const resolve = (): GateCalibrator | null => {
     if (calibrator !== undefined) return calibrator;
@@ -52,6 +63,11 @@ function calibratedGate(moduleRef: ModuleRef, c: AppConfig): GeneratorOptions['g
   };
   return {
     settingsFor: (tenant, question) => resolve()?.settingsFor(tenant, question) ?? Promise.resolve({ threshold: c.RAG_REFUSAL_THRESHOLD, calibrated: false }),
+    ensure: async (tenant) => {
+      await resolve()?.ensure(tenant);
+    },
+    watch: (...tenants) => resolve()?.watch(...tenants),
+    stop: () => calibrator?.stop(),
   };
 }
 
@@ -88,8 +104,13 @@ function verifierEmbed(moduleRef: ModuleRef): () => VerifierEmbed | undefined {
       inject: [CONFIG],
     },
     {
+      provide: GATE_CALIBRATION,
+      useFactory: (c: AppConfig, moduleRef: ModuleRef) => calibratedGate(moduleRef, c),
+      inject: [CONFIG, ModuleRef],
+    },
+    {
       provide: GENERATE_CALL,
-      useFactory: (llm: Llm | null, c: AppConfig, grounding: Grounding, moduleRef: ModuleRef) =>
+      useFactory: (llm: Llm | null, c: AppConfig, grounding: Grounding, moduleRef: ModuleRef, gate: GateCalibrationHandle | null) =>
         new GeneratorService(
           llm,
           {
@@ -97,22 +118,31 @@ function verifierEmbed(moduleRef: ModuleRef): () => VerifierEmbed | undefined {
             llmTimeoutMs: c.RAG_LLM_TIMEOUT_MS,
             maxSources: c.RAG_TOP_K,
             lexicalMemo: { maxEntries: c.RAG_GENERATOR_MEMO_ENTRIES, maxChars: c.RAG_GENERATOR_MEMO_CHARS },
-            gate: calibratedGate(moduleRef, c),
+            ...(gate ? { gate } : {}),
             verify: c.RAG_VERIFY,
             verifierEmbed: verifierEmbed(moduleRef),
           },
           grounding,
         ),
-      inject: [LLM, CONFIG, GROUNDING, ModuleRef],
+      inject: [LLM, CONFIG, GROUNDING, ModuleRef, GATE_CALIBRATION],
     },
   ],
-  exports: [GENERATE_CALL],
+  exports: [GENERATE_CALL, GATE_CALIBRATION],
 })
-export class GeneratorModule implements OnApplicationShutdown {
-  constructor(@Inject(GROUNDING) private readonly grounding: Grounding) {}
+export class GeneratorModule implements OnApplicationBootstrap, OnApplicationShutdown {
+  constructor(
+    @Inject(GROUNDING) private readonly grounding: Grounding,
+    @Inject(GATE_CALIBRATION) private readonly gate: GateCalibrationHandle | null,
+  ) {}
 
-  /** Stops the worker threads (after the HTTP/gRPC servers stopped taking queries). */
+  /** The default tenant's gate is calibrated in the background once its index exists and ingestion settles. */
+  onApplicationBootstrap(): void {
+    this.gate?.watch('default');
+  }
+
+  /** Stops the worker threads (after the HTTP/gRPC servers stopped taking queries) and the calibration timer. */
   async onApplicationShutdown(): Promise<void> {
+    this.gate?.stop();
     await this.grounding.close();
   }
 }
