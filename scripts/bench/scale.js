@@ -145,8 +145,34 @@ async function startEmbedded(dataDir) {
 
 // ---------- one step ----------
 
-async function counts(client) {
-  const r = await c.httpJson('GET', `${client.origin}/v1/documents?limit=1`, undefined, { apiKey: client.apiKey, timeoutMs: 60_000 });
+/** A status or submit call that timed out or lost its connection is retried (a slow poll is a measurement, not an error). */
+const RETRIES = 10;
+const isTransient = (e) => e && (e.name === 'TimeoutError' || e.name === 'AbortError' || /fetch failed|ECONNRESET|socket/i.test(String(e.message)));
+
+/**
+ * Calls `fn`, retrying transient failures (timeouts, dropped connections) up to RETRIES times 5 s apart; records the
+ * slowest call and every retry in `stats` (reported per step as "max call ms" and "stalls"), so a server that stops
+ * answering for a while shows up in the table instead of ending a multi-hour run.
+ */
+async function patient(what, stats, fn) {
+  for (let attempt = 0; ; attempt++) {
+    const t0 = Date.now();
+    try {
+      const out = await fn();
+      stats.maxMs = Math.max(stats.maxMs, Date.now() - t0);
+      return out;
+    } catch (e) {
+      stats.maxMs = Math.max(stats.maxMs, Date.now() - t0);
+      if (!isTransient(e) || attempt >= RETRIES) throw e;
+      stats.stalls++;
+      c.log(`  ${what}: ${e.name === 'TimeoutError' ? `no answer in ${((Date.now() - t0) / 1000).toFixed(0)} s` : e.message}; retry ${attempt + 1}/${RETRIES} in 5 s`);
+      await c.sleep(5000);
+    }
+  }
+}
+
+async function counts(client, stats = { maxMs: 0, stalls: 0 }) {
+  const r = await patient('GET /v1/documents', stats, () => c.httpJson('GET', `${client.origin}/v1/documents?limit=1`, undefined, { apiKey: client.apiKey, timeoutMs: 60_000 }));
   if (!r.ok) throw new Error(`GET /v1/documents: ${r.status} ${r.text.slice(0, 200)}`);
   return r.json.counts ?? {};
 }
@@ -159,8 +185,9 @@ async function ingestRange(client, pool, opts, from, to, base) {
   let lastLog = Date.now();
   let lastCount = 0;
   let terminal = { indexed: 0, failed: 0 };
+  const stats = { maxMs: 0, stalls: 0 };
   const refresh = async () => {
-    const k = await counts(client);
+    const k = await counts(client, stats);
     terminal = { indexed: (k.indexed ?? 0) - base.indexed, failed: (k.failed ?? 0) - base.failed };
     lastCount = Date.now();
   };
@@ -168,7 +195,10 @@ async function ingestRange(client, pool, opts, from, to, base) {
     const docs = [];
     for (let k = start; k < end; k++) docs.push(makeDoc(pool, k, opts.seed));
     for (;;) {
-      const r = await c.httpJson('POST', `${client.origin}/v1/documents:batch`, { documents: docs }, { apiKey: client.apiKey, timeoutMs: 120_000 });
+      // A resubmitted batch is idempotent: the same id with the same content is answered `unchanged`.
+      const r = await patient('POST /v1/documents:batch', stats, () =>
+        c.httpJson('POST', `${client.origin}/v1/documents:batch`, { documents: docs }, { apiKey: client.apiKey, timeoutMs: 120_000 }),
+      );
       if (r.status === 429 || r.status === 503) {
         await c.sleep(1000); // back-pressure from the gateway: retry the same documents
         continue;
@@ -206,7 +236,7 @@ async function ingestRange(client, pool, opts, from, to, base) {
     }
     await c.sleep(500);
   }
-  return { documents: to - from, rejected, indexed: terminal.indexed, failed: terminal.failed, submit_s: submitS, seconds: elapsed() };
+  return { documents: to - from, rejected, indexed: terminal.indexed, failed: terminal.failed, submit_s: submitS, seconds: elapsed(), max_call_ms: stats.maxMs, stalls: stats.stalls };
 }
 
 /** Average chunks per document of [from, to) from a sample of their statuses. */
@@ -319,6 +349,8 @@ async function run(argv) {
         bytes_written_per_doc: io0 !== undefined && io1 !== undefined && r.indexed ? (io1 - io0) / r.indexed : undefined,
         data_bytes_per_chunk: bytes !== undefined && chunksSoFar ? bytes / chunksSoFar : undefined,
         rss_mib: rss,
+        max_call_ms: r.max_call_ms,
+        stalls: r.stalls,
         retrieve: summarize(load['/v1/retrieve']),
         query: summarize(load['/v1/query']),
       };
@@ -335,7 +367,7 @@ async function run(argv) {
     const sections = [
       {
         title: `scale (${target.embedder === 'as configured on the gateway' ? 'distributed' : `embedded, RAG_EMBEDDER=${target.embedder}`}; latency in ms at ${opts.connections} connections, ${opts.duration} s per endpoint)`,
-        head: ['chunks', 'docs', 'docs/s', 'chunks/s', 'KiB written/doc', 'B data/chunk', 'RSS MiB', 'retr req/s', 'retr P50', 'P95', 'P99', 'query req/s', 'query P50', 'P95', 'P99', 'bad'],
+        head: ['chunks', 'docs', 'docs/s', 'chunks/s', 'KiB written/doc', 'B data/chunk', 'RSS MiB', 'retr req/s', 'retr P50', 'P95', 'P99', 'query req/s', 'query P50', 'P95', 'P99', 'max call ms', 'stalls', 'bad'],
         rows: rows.map((r) => [
           r.index_chunks,
           r.index_documents,
@@ -352,6 +384,8 @@ async function run(argv) {
           c.fmt(r.query.p50, 0),
           c.fmt(r.query.p95, 0),
           c.fmt(r.query.p99, 0),
+          r.max_call_ms,
+          r.stalls,
           r.retrieve.bad + r.query.bad + r.failed + r.rejected,
         ]),
       },
@@ -376,6 +410,7 @@ async function run(argv) {
       'chunks: a 400-document sample of each step\'s statuses × the step\'s indexed documents (the synthetic documents are 1–3 dev-set passages each).',
       'KiB written/doc: the server processes\' /proc/<pid>/io write_bytes over the step ÷ documents indexed in it (what reached the block layer).',
       'bad = failed + rejected documents + non-2xx/errors/timeouts under load; it must be 0.',
+      'max call ms: the slowest status poll or batch submit of the step; stalls: calls that timed out (60 s poll, 120 s submit) or lost their connection and were retried (5 s apart, 10 tries).',
     ];
     if (rows.some((r) => r.retrieve.bad + r.query.bad + r.failed + r.rejected > 0)) process.exitCode = 1;
     c.report({ bench: 'scale', hw, started, sections, notes, json: { target: opts.url ? 'distributed' : 'embedded', embedder: target.embedder, connections: opts.connections, duration_s: opts.duration, steps: rows } });
