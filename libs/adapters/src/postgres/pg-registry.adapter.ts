@@ -301,6 +301,12 @@ export class PgRegistry implements Registry {
     return out;
   }
 
+  /**
+   * Counted by the server (an index scan, off this process's event loop). Deliberately not the trigger-maintained
+   * counts table of the SQLite registry: in PostgreSQL every replica's status update of one tenant would update the
+   * same counter row, serialising all writers of the tenant on that row lock (and adding a lock to the id-ordered
+   * locking of acceptMany). Kept as a scan; at millions of documents a cached or estimated count is the next step.
+   */
   async countByStatus(tenant?: string): Promise<Record<DocumentStatus, number>> {
     this.assertOpen();
     const out = Object.fromEntries(STATUSES.map((s) => [s, 0])) as Record<DocumentStatus, number>;

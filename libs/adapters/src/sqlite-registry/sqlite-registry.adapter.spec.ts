@@ -167,6 +167,57 @@ describe('SqliteRegistry', () => {
     expect(await r.countByStatus('none')).toEqual({ queued: 0, processing: 0, indexed: 0, failed: 0, deleted: 0 });
   });
 
+  it('keeps the status counts equal to a count of the documents through every transition', async () => {
+    const r = make();
+    const truth = () => {
+      const db = new Database(path.join(dir, 'registry.db'), { readonly: true });
+      const out: Record<string, Record<string, number>> = {};
+      for (const row of db.prepare('SELECT tenant, status, COUNT(*) AS n FROM documents GROUP BY tenant, status').all() as { tenant: string; status: string; n: number }[]) {
+        (out[row.tenant] ??= { queued: 0, processing: 0, indexed: 0, failed: 0, deleted: 0 })[row.status] = row.n;
+      }
+      db.close();
+      return out;
+    };
+    const check = async () => {
+      const t = truth();
+      for (const tenant of ['t1', 't2']) expect(await r.countByStatus(tenant)).toEqual(t[tenant] ?? { queued: 0, processing: 0, indexed: 0, failed: 0, deleted: 0 });
+      const all = { queued: 0, processing: 0, indexed: 0, failed: 0, deleted: 0 };
+      for (const byStatus of Object.values(t)) for (const [k, n] of Object.entries(byStatus)) all[k as keyof typeof all] += n;
+      expect(await r.countByStatus()).toEqual(all);
+    };
+    for (const id of ['a', 'b', 'c', 'd']) await r.accept(upsert(id, { tenant: id === 'd' ? 't2' : 't1' }));
+    await check();
+    await r.markProcessing('a', 1);
+    await r.markIndexed('b', 1, HASH_A, 2);
+    await r.markFailed('d', 1, 'broken');
+    await check();
+    await r.accept(upsert('b')); // a new version of an indexed document: indexed -> queued
+    await r.markIndexed('b', 1, HASH_B, 1); // a late event for the old version changes nothing
+    await r.accept({ document_id: 'c', tenant: 't1', op: 'delete' });
+    await r.markDeleted('c', 2);
+    await expect(r.accept(upsert('d', { tenant: 't1' }))).rejects.toThrow(); // another tenant's id: rejected, counts unchanged
+    await check();
+    await r.acceptMany([upsert('e'), upsert('e'), upsert('f', { tenant: 't2' })].map((change) => ({ change })));
+    await check();
+  });
+
+  it('counts the documents of a registry made before the counts table once, on open, then keeps them', async () => {
+    const first = make();
+    await first.accept(upsert('a'));
+    await first.accept(upsert('b', { tenant: 't2' }));
+    await first.markIndexed('b', 1, HASH_A, 1);
+    await first.close();
+    const old = new Database(path.join(dir, 'registry.db'));
+    old.exec('DROP TRIGGER document_counts_insert; DROP TRIGGER document_counts_update; DROP TRIGGER document_counts_delete; DROP TABLE document_counts');
+    old.close();
+    const r = make();
+    expect(await r.countByStatus()).toEqual({ queued: 1, processing: 0, indexed: 1, failed: 0, deleted: 0 });
+    await r.accept(upsert('c'));
+    expect(await r.countByStatus('t1')).toEqual({ queued: 2, processing: 0, indexed: 0, failed: 0, deleted: 0 });
+    const again = make(); // a second process opening the same file finds the table and counts nothing twice
+    expect(await again.countByStatus()).toEqual({ queued: 2, processing: 0, indexed: 1, failed: 0, deleted: 0 });
+  });
+
   it('lists with filters and paging, most recently updated first', async () => {
     const r = make();
     for (const id of ['a', 'b', 'c', 'd']) await r.accept(upsert(id));
