@@ -175,7 +175,11 @@ export class SqliteRegistry implements Registry {
         );
         CREATE INDEX IF NOT EXISTS documents_updated ON documents (updated_at, seq);
         CREATE INDEX IF NOT EXISTS documents_tenant_updated ON documents (tenant, updated_at, seq);
-        CREATE INDEX IF NOT EXISTS documents_status ON documents (tenant, status);
+        -- Lists filtered by status read this index in order (no sort of every document with that status: a list of
+        -- 1,000 failed among 1M documents took 2.7 ms through a temporary B-tree on (tenant, status), 0.17 ms here).
+        -- It replaces the (tenant, status) index, whose only other use, counting, now reads document_counts.
+        DROP INDEX IF EXISTS documents_status;
+        CREATE INDEX IF NOT EXISTS documents_tenant_status_updated ON documents (tenant, status, updated_at, seq);
         CREATE UNIQUE INDEX IF NOT EXISTS documents_seq ON documents (seq);
         CREATE TABLE IF NOT EXISTS feedback (
           id         INTEGER PRIMARY KEY,
