@@ -609,7 +609,33 @@ describe('EmbeddedHnswVectorStore checkpoints and crash safety', () => {
     await s.upsert([rec('d4#v1#0', 'd4', 1, randomVector())]);
     expect(graphVersion(s)).toBeNull();
     vi.advanceTimersByTime(1000);
+    await vi.waitFor(() => expect(graphVersion(s)).not.toBeNull()); // written on the libuv pool
+  });
+
+  it('answers searches while a checkpoint is written, and applies changes made meanwhile after it, in order', async () => {
+    const s = make({ checkpointOps: 5 });
+    const m = new Model();
+    for (let d = 0; d < 4; d++) await m.upsert(s, docRecs(d, 1)); // 12 adds: a checkpoint is due
+    expect(graphVersion(s)).toBeNull();
+    const order: string[] = [];
+    const flushed = s.flush().then(() => order.push('checkpoint'));
+    const searched = s.search({ vector: m.records.get('d1#v1#0')!.vector, k: 1, scope }).then((h) => order.push(`search ${h[0]?.chunk_id}`));
+    // Changes committed during the write: a new version of d0 replaces v1, and d2 goes.
+    const changed = (async () => {
+      await m.upsert(s, docRecs(0, 2));
+      await m.deleteDocument(s, 'd0', 2);
+      await m.deleteDocument(s, 'd2');
+      order.push('changed');
+    })();
+    await Promise.all([flushed, searched, changed]);
+    // The search did not wait for the file; the changes were applied only after it (the graph was frozen meanwhile).
+    expect(order).toEqual(['search d1#v1#0', 'checkpoint', 'changed']);
     expect(graphVersion(s)).not.toBeNull();
+    await expectSameAsFresh(s, m);
+    crash(s); // the checkpoint predates the changes: an open catches them up from SQLite (no rebuild)
+    const log = new CapturingLogger();
+    await expectSameAsFresh(make({ logger: log }), m);
+    expect(log.messages).toEqual(['caught up hnsw index with sqlite']);
   });
 
   it('rejects invalid checkpoint settings', () => {

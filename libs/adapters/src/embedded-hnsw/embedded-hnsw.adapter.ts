@@ -19,6 +19,8 @@ import { LiveEntries, type EntryFields } from './live-entries';
  *   records), checked on `flush()` and periodically, and on `close()`. A checkpoint rewrites the whole graph (hnswlib
  *   has no incremental save), so this rule keeps the bytes written per upserted record bounded by a constant
  *   (≤ graph bytes per record / fraction) instead of growing with the corpus, as a rewrite on every flush did.
+ *   Checkpoints made on flush or by the timer are written on the libuv pool while searches go on (graph changes
+ *   wait for the file; see `checkpointing`); only the ones made on open and close are written synchronously.
  * - On open the last checkpoint is loaded and CAUGHT UP with SQLite: labels in SQLite missing from the graph are
  *   added, labels in the graph that SQLite no longer holds are marked deleted. The work is bounded by the ops since
  *   the last checkpoint. The graph is rebuilt from all blobs only when the checkpoint is missing, unreadable or
@@ -145,6 +147,25 @@ function fillArray(v: Float32Array, out: number[]): number[] {
 }
 
 /** fsync a file or folder by path (a folder's fsync makes a rename in it durable). */
+/** fsyncPath on the libuv pool (for the checkpoint written while the event loop keeps serving). */
+async function fsyncPathAsync(p: string, isDir = false): Promise<void> {
+  let fh: fs.promises.FileHandle;
+  try {
+    fh = await fs.promises.open(p, 'r');
+  } catch (e) {
+    if (isDir) return;
+    throw e;
+  }
+  try {
+    await fh.sync();
+  } catch (e) {
+    const code = (e as { code?: string }).code;
+    if (!(isDir && (code === 'EISDIR' || code === 'EINVAL' || code === 'EPERM' || code === 'EBADF'))) throw e;
+  } finally {
+    await fh.close();
+  }
+}
+
 function fsyncPath(p: string, isDir = false): void {
   let fd: number;
   try {
@@ -196,6 +217,14 @@ export class EmbeddedHnswVectorStore implements VectorStore {
   private opsSinceCheckpoint = 0;
   /** Set after a rebuild: the graph differs from the checkpoint in unknown ways, so the next check writes one. */
   private checkpointRequired = false;
+  /**
+   * The checkpoint being written, if any. It is written on the libuv pool (hnswlib-node's async writeIndex), so
+   * searches keep being answered meanwhile — a checkpoint of 1M vectors is ≈ 1.7 GB, seconds of writing that used to
+   * stall every request on the event loop. The graph must not change while it is serialised: upserts and deletes
+   * commit to SQLite at once (durable, and what an open after a crash catches up from) and wait for this promise
+   * before they touch the graph, in the order they committed. Searches only read the graph, as the writer does.
+   */
+  private checkpointing: Promise<void> | null = null;
   private closed = false;
   private timer: NodeJS.Timeout | undefined;
 
@@ -286,11 +315,7 @@ export class EmbeddedHnswVectorStore implements VectorStore {
     if (every > 0) {
       this.timer = setInterval(() => {
         if (this.closed) return;
-        try {
-          this.checkpointIfDue();
-        } catch (e) {
-          this.log.error('periodic hnsw checkpoint failed', { dir: this.storeDir, error: e });
-        }
+        this.checkpointInBackground().catch((e: unknown) => this.log.error('periodic hnsw checkpoint failed', { dir: this.storeDir, error: e }));
       }, every);
       this.timer.unref();
     }
@@ -333,6 +358,7 @@ export class EmbeddedHnswVectorStore implements VectorStore {
       }
       if (ops.length > 0) this.bumpGeneration();
     })();
+    if (this.checkpointing && ops.length > 0) await this.checkpointing.catch(() => undefined);
     this.applyOps(ops);
   }
 
@@ -399,6 +425,7 @@ export class EmbeddedHnswVectorStore implements VectorStore {
       if (rows.length > 0) this.bumpGeneration();
       return rows.map((r) => r.label);
     })();
+    if (this.checkpointing && labels.length > 0) await this.checkpointing.catch(() => undefined);
     this.applyOps(labels.map((label) => ({ kind: 'remove', label })));
     return labels.length;
   }
@@ -414,12 +441,14 @@ export class EmbeddedHnswVectorStore implements VectorStore {
    */
   async flush(): Promise<void> {
     this.assertOpen();
-    this.checkpointIfDue();
+    await this.checkpointInBackground();
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
     if (this.timer) clearInterval(this.timer);
+    if (this.checkpointing) await this.checkpointing.catch(() => undefined); // then the sync one below if still due
+    if (this.closed) return;
     try {
       if (this.opsSinceCheckpoint > 0 || this.checkpointRequired) this.persistIndex();
     } finally {
@@ -631,8 +660,24 @@ export class EmbeddedHnswVectorStore implements VectorStore {
     return Math.max(this.checkpointOps, Math.ceil(this.checkpointFraction * this.live.size));
   }
 
+  private checkpointDue(): boolean {
+    return this.checkpointRequired || (this.opsSinceCheckpoint > 0 && this.opsSinceCheckpoint >= this.checkpointThreshold());
+  }
+
+  /** On open: written synchronously (nothing is served yet). */
   private checkpointIfDue(): void {
-    if (this.checkpointRequired || (this.opsSinceCheckpoint > 0 && this.opsSinceCheckpoint >= this.checkpointThreshold())) this.persistIndex();
+    if (this.checkpointDue()) this.persistIndex();
+  }
+
+  /** On flush and the timer: joins the checkpoint being written, or starts one if due; resolves once it is on disk. */
+  private checkpointInBackground(): Promise<void> {
+    if (this.checkpointing) return this.checkpointing;
+    if (!this.checkpointDue()) return Promise.resolve();
+    const run = this.persistIndexAsync().finally(() => {
+      if (this.checkpointing === run) this.checkpointing = null;
+    });
+    this.checkpointing = run;
+    return run;
   }
 
   /**
@@ -644,28 +689,55 @@ export class EmbeddedHnswVectorStore implements VectorStore {
   private persistIndex(): void {
     if (this.synchronous === 'NORMAL') this.db.pragma('wal_checkpoint(FULL)');
     const indexPath = path.join(this.storeDir, INDEX_FILE);
-    const metaPath = path.join(this.storeDir, META_FILE);
     const tmpIndex = `${indexPath}.tmp`;
     this.index.writeIndexSync(tmpIndex);
     fsyncPath(tmpIndex);
     fs.renameSync(tmpIndex, indexPath);
     fsyncPath(this.storeDir, true);
-    const maxLabel = this.live.maxLabel();
-    const meta: IndexMeta = {
-      format: META_FORMAT,
-      model_id: this.modelId,
-      dim: this.dim,
-      generation: this.generation,
-      count: this.live.size,
-      max_label: maxLabel,
-      saved_at: new Date().toISOString(),
-    };
+    const metaPath = path.join(this.storeDir, META_FILE);
     const tmpMeta = `${metaPath}.tmp`;
-    fs.writeFileSync(tmpMeta, JSON.stringify(meta));
+    fs.writeFileSync(tmpMeta, JSON.stringify(this.checkpointMeta()));
     fsyncPath(tmpMeta);
     fs.renameSync(tmpMeta, metaPath);
     fsyncPath(this.storeDir, true);
     this.opsSinceCheckpoint = 0;
     this.checkpointRequired = false;
+  }
+
+  /**
+   * The same checkpoint with the files written and synced on the libuv pool. The graph stays unchanged meanwhile
+   * (see `checkpointing`), so the meta taken before writing describes the file written.
+   */
+  private async persistIndexAsync(): Promise<void> {
+    if (this.synchronous === 'NORMAL') this.db.pragma('wal_checkpoint(FULL)');
+    const indexPath = path.join(this.storeDir, INDEX_FILE);
+    const tmpIndex = `${indexPath}.tmp`;
+    const meta = this.checkpointMeta();
+    const started = Date.now();
+    await this.index.writeIndex(tmpIndex);
+    await fsyncPathAsync(tmpIndex);
+    await fs.promises.rename(tmpIndex, indexPath);
+    await fsyncPathAsync(this.storeDir, true);
+    const metaPath = path.join(this.storeDir, META_FILE);
+    const tmpMeta = `${metaPath}.tmp`;
+    await fs.promises.writeFile(tmpMeta, JSON.stringify(meta));
+    await fsyncPathAsync(tmpMeta);
+    await fs.promises.rename(tmpMeta, metaPath);
+    await fsyncPathAsync(this.storeDir, true);
+    this.opsSinceCheckpoint = 0; // no graph change could happen while writing
+    this.checkpointRequired = false;
+    this.log.debug('hnsw checkpoint written', { dir: this.storeDir, records: meta.count, ms: Date.now() - started });
+  }
+
+  private checkpointMeta(): IndexMeta {
+    return {
+      format: META_FORMAT,
+      model_id: this.modelId,
+      dim: this.dim,
+      generation: this.generation,
+      count: this.live.size,
+      max_label: this.live.maxLabel(),
+      saved_at: new Date().toISOString(),
+    };
   }
 }
