@@ -153,6 +153,25 @@ describe.each<[MilvusIndexType]>([['HNSW'], ['IVF_SQ8']])('MilvusVectorStore on 
     expect(await store.deleteDocument('doc"q\\x')).toBe(0);
   });
 
+  it('bulk deletes: several documents (some keeping a version) in one request each remove exactly their rows; again, none', async () => {
+    // What the indexer's batch path sends: the deletes of a batch together (deleteDocuments), not one per document.
+    const docs = ['bd"0', 'bd1', 'bd2', 'bd3'];
+    for (const doc of docs) {
+      await store.upsert([0, 1].map((i) => record(`${doc}#v1#${i}`, randomVector(r))));
+      await store.upsert([0, 1, 2].map((i) => record(`${doc}#v2#${i}`, randomVector(r))));
+    }
+    await store.upsert([record('bdkeep#v1#0', randomVector(r))]);
+    const ask = [{ documentId: 'bd"0', keepVersion: 2 }, { documentId: 'bd1', keepVersion: 2 }, { documentId: 'bd2' }, { documentId: 'bd3' }];
+    expect(await store.deleteDocuments(ask)).toBe(2 + 2 + 5 + 5);
+    expect([await store.count('bd"0'), await store.count('bd1'), await store.count('bd2'), await store.count('bd3'), await store.count('bdkeep')]).toEqual([3, 3, 0, 0, 1]);
+    const hits = await store.search({ vector: randomVector(r), k: 20, scope: { tenant: 't1' }, filters: { document_id: { in: ['bd"0', 'bd1'] } } });
+    expect(hits.map((h) => h.version)).toEqual([2, 2, 2, 2, 2, 2]);
+    // Ids only (every version): one `in` expression.
+    expect(await store.deleteDocuments([{ documentId: 'bd"0' }, { documentId: 'bd1' }, { documentId: 'bd2' }])).toBe(6);
+    expect(await store.deleteDocuments(ask)).toBe(0); // a redelivery deletes nothing more
+    expect(await store.count('bdkeep')).toBe(1);
+  });
+
   it('filters and scope are applied inside the search: excluding the top hits still yields k matches', async () => {
     const q = randomVector(r);
     const recs: VectorRecord[] = [];

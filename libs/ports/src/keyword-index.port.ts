@@ -1,4 +1,5 @@
 import type { Chunk, Filters, SearchScope } from '@rag/contracts';
+import type { DocumentDelete } from './vector-store.port';
 
 export interface KeywordHit {
   chunk_id: string;
@@ -24,6 +25,8 @@ export interface KeywordIndex {
   getChunks(chunkIds: string[]): Promise<Chunk[]>;
   /** Deletes the document's chunks whose version is not `keepVersion` (all of them when undefined). */
   deleteDocument(documentId: string, keepVersion?: number): Promise<number>;
+  /** Several {@link deleteDocument}s in one request (bulk ingestion), where the engine can; rows removed in all. */
+  deleteDocuments?(documents: DocumentDelete[]): Promise<number>;
   count(documentId?: string): Promise<number>;
   close(): Promise<void>;
 }

@@ -27,6 +27,13 @@ export interface VectorSearchRequest {
   filters?: Filters;
 }
 
+/** One document's delete of {@link VectorStore.deleteDocuments} and `KeywordIndex.deleteDocuments`. */
+export interface DocumentDelete {
+  documentId: string;
+  /** Keep this version (delete the older ones), or undefined: delete every version. */
+  keepVersion?: number;
+}
+
 export interface VectorStore {
   /** Upsert by chunk_id (idempotent). All vectors must have the store's dimension. */
   upsert(records: VectorRecord[]): Promise<void>;
@@ -34,6 +41,11 @@ export interface VectorStore {
   search(req: VectorSearchRequest): Promise<VectorHit[]>;
   /** Deletes the document's vectors whose version is not `keepVersion` (all of them when undefined). */
   deleteDocument(documentId: string, keepVersion?: number): Promise<number>;
+  /**
+   * Several {@link deleteDocument}s in one request (bulk ingestion: the deletes of a batch), by stores where one
+   * request is cheaper than many; returns the rows removed in all. Idempotent like deleteDocument.
+   */
+  deleteDocuments?(documents: DocumentDelete[]): Promise<number>;
   count(documentId?: string): Promise<number>;
   /** The stored chunks of these ids, by stores that keep them (see VectorRecord.chunk); others leave it out. */
   getChunks?(chunkIds: string[]): Promise<Chunk[]>;

@@ -2,7 +2,7 @@ import type { Chunk, Filters, MetadataValue, SearchScope } from '@rag/contracts'
 import { matches, segmentForIndex, seededRandom as rng } from '@rag/domain';
 import { toChunkDocument } from './documents';
 import { metadataField } from './mapping';
-import { buildSearchBody, countQuery, documentQuery, filterClauses, MAX_RESULT_WINDOW, type Query } from './query';
+import { buildSearchBody, countQuery, documentQuery, documentsQuery, filterClauses, MAX_RESULT_WINDOW, type Query } from './query';
 import { evaluate } from './testing/query-evaluator';
 import { testChunk } from '../testing/chunks';
 
@@ -92,6 +92,19 @@ describe('delete/count bodies', () => {
     expect(documentQuery('d', 3)).toEqual({
       query: { bool: { filter: [{ term: { document_id: { value: 'd' } } }], must_not: [{ term: { version: { value: 3 } } }] } },
     });
+  });
+
+  it('several deletes in one query: each document with its own kept version, or one terms on the ids', () => {
+    const q = documentsQuery([{ documentId: 'a', keepVersion: 2 }, { documentId: 'b' }, { documentId: 'c', keepVersion: 5 }]).query;
+    const at = (document_id: string, version: number) => evaluate(q, toChunkDocument(chunk({ document_id, version })));
+    expect([at('a', 1), at('a', 2), at('a', 3), at('b', 1), at('b', 7), at('c', 5), at('c', 4), at('d', 1)]).toEqual([true, false, true, true, true, false, true, false]);
+    // The same rows as the single-document queries one after the other.
+    for (const [id, v] of [['a', 1], ['a', 2], ['c', 5], ['c', 6], ['x', 2]] as const) {
+      const one = [documentQuery('a', 2), documentQuery('b'), documentQuery('c', 5)].some((d) => evaluate(d.query, toChunkDocument(chunk({ document_id: id, version: v }))));
+      expect(at(id, v), `${id}@${v}`).toBe(one);
+    }
+    expect(documentsQuery([{ documentId: 'a' }, { documentId: 'b' }, { documentId: 'a' }])).toEqual({ query: { bool: { filter: [{ terms: { document_id: ['a', 'b'] } }] } } });
+    expect(() => documentsQuery([])).toThrow(/no documents/);
   });
 
   it('count all or one document', () => {

@@ -180,6 +180,16 @@ export function documentQuery(documentId: string, keepVersion?: number): QueryBo
   return { query: { bool } };
 }
 
+/**
+ * The chunks of several documents' deletes in one query: each delete as {@link documentQuery} in a `should` (any of
+ * them), or one `terms` on the ids when no delete keeps a version.
+ */
+export function documentsQuery(documents: readonly { documentId: string; keepVersion?: number }[]): QueryBody {
+  if (documents.length === 0) throw new Error('documentsQuery: no documents');
+  if (documents.every((d) => d.keepVersion === undefined)) return { query: { bool: { filter: [{ terms: { document_id: [...new Set(documents.map((d) => d.documentId))] } }] } } };
+  return { query: { bool: { should: documents.map((d) => documentQuery(d.documentId, d.keepVersion).query), minimum_should_match: 1 } } };
+}
+
 /** Count body: everything, or one document's chunks. */
 export function countQuery(documentId?: string): QueryBody {
   return documentId === undefined ? { query: { match_all: {} } } : documentQuery(documentId);

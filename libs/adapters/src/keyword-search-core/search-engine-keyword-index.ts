@@ -1,11 +1,11 @@
 import type { Chunk } from '@rag/contracts';
 import { AppError, Logger, withDeadline } from '@rag/platform';
-import type { KeywordHit, KeywordIndex, KeywordSearchRequest } from '@rag/ports';
+import type { DocumentDelete, KeywordHit, KeywordIndex, KeywordSearchRequest } from '@rag/ports';
 import { ensureAliasedIndex, reindexAndSwapAliases, type ReindexOptions, type ReindexSummary } from './aliases';
 import { bulkIndexOperations, engineId } from './documents';
 import type { KeywordEngineClient } from './engine-client';
 import { buildIndexBody, indexNames, type IndexCreateBody, type IndexLayoutOptions, type IndexNames } from './mapping';
-import { buildSearchBody, countQuery, documentQuery } from './query';
+import { buildSearchBody, countQuery, documentQuery, documentsQuery } from './query';
 import { parseBulkResponse, parseCountResponse, parseDeleteByQueryResponse, parseMgetResponse, parseSearchResponse } from './responses';
 
 /**
@@ -39,6 +39,8 @@ export interface SearchEngineKeywordIndexOptions extends IndexLayoutOptions {
 }
 
 const MGET_BATCH = 1000;
+/** Documents per `_delete_by_query` of deleteDocuments: under the default 1024 boolean clauses of the engines. */
+const DELETE_GROUP = 500;
 
 export class SearchEngineKeywordIndex implements KeywordIndex {
   readonly names: IndexNames;
@@ -164,6 +166,23 @@ export class SearchEngineKeywordIndex implements KeywordIndex {
       this.engine.deleteByQuery([this.names.writeAlias, this.names.readAlias], documentQuery(documentId, keepVersion), ms),
     );
     return parseDeleteByQueryResponse(raw);
+  }
+
+  /**
+   * The deletes of a batch as one `_delete_by_query` per {@link DELETE_GROUP} documents (each refreshes once) instead
+   * of one per document.
+   */
+  async deleteDocuments(documents: DocumentDelete[]): Promise<number> {
+    this.assertOpen();
+    if (documents.length === 0) return 0;
+    await this.ensureIndex();
+    let removed = 0;
+    for (let i = 0; i < documents.length; i += DELETE_GROUP) {
+      const body = documentsQuery(documents.slice(i, i + DELETE_GROUP));
+      const raw = await this.call('delete_by_query', this.timeoutMs, (ms) => this.engine.deleteByQuery([this.names.writeAlias, this.names.readAlias], body, ms));
+      removed += parseDeleteByQueryResponse(raw);
+    }
+    return removed;
   }
 
   /** Stored chunks (children and parents), of one document or all. */

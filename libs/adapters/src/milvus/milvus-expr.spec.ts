@@ -2,6 +2,7 @@ import {
   buildMilvusExpr,
   escapeMilvusString,
   milvusDocumentExpr,
+  milvusDocumentsExpr,
   milvusNumber,
   milvusScopeExpr,
   milvusString,
@@ -157,6 +158,12 @@ describe('milvus expression builder', () => {
     it('document expressions for delete and count', () => {
       expect(milvusDocumentExpr('confluence:site:1')).toBe('document_id == "confluence:site:1"');
       expect(milvusDocumentExpr('d"x', 3)).toBe('document_id == "d\\"x" && version != 3');
+    });
+
+    it('several deletes in one expression: each document with its kept version, or one `in` over the ids', () => {
+      expect(milvusDocumentsExpr([{ documentId: 'a', keepVersion: 2 }, { documentId: 'b"' }])).toBe('(document_id == "a" && version != 2) || (document_id == "b\\"")');
+      expect(milvusDocumentsExpr([{ documentId: 'a' }, { documentId: 'b' }, { documentId: 'a' }])).toBe('document_id in ["a", "b"]');
+      expect(() => milvusDocumentsExpr([])).toThrow(/no documents/);
     });
   });
 });

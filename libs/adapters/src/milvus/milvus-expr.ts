@@ -144,3 +144,13 @@ export function milvusDocumentExpr(documentId: string, keepVersion?: number): st
   const doc = `document_id == ${milvusString(documentId)}`;
   return keepVersion === undefined ? doc : `${doc} && version != ${milvusNumber(keepVersion)}`;
 }
+
+/**
+ * The rows of several documents' deletes in one expression (each as {@link milvusDocumentExpr}, joined by `||`); ids
+ * only (`document_id in [...]`) when no delete keeps a version.
+ */
+export function milvusDocumentsExpr(documents: readonly { documentId: string; keepVersion?: number }[]): string {
+  if (documents.length === 0) throw new Error('milvusDocumentsExpr: no documents');
+  if (documents.every((d) => d.keepVersion === undefined)) return `document_id in ${milvusStringList([...new Set(documents.map((d) => d.documentId))])}`;
+  return documents.map((d) => `(${milvusDocumentExpr(d.documentId, d.keepVersion)})`).join(' || ');
+}

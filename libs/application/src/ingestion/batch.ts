@@ -1,6 +1,8 @@
 import type { Topic, TopicValue } from '@rag/contracts';
+import type { z } from 'zod';
 import { failSpan, metrics, SpanKind, startSpan, extractTraceContext, tracingHandle, withTraceContext, type Attributes, type Context, type Span, type StageName } from '@rag/platform';
 import type { BatchOutcome, Bus, BusMessage, OutgoingMessage } from '@rag/ports';
+import { parseMessage } from './validate';
 
 /*
  * Bulk ingestion (issue 13 item 6): a stage's batch handler gets several messages with distinct keys at once (Kafka
@@ -56,6 +58,23 @@ export async function runBatch(stage: StageName, group: string, msgs: BusMessage
     item.span.end();
   }
   return items.map((i) => i.failed);
+}
+
+/**
+ * Parses every item's message value with `schema` (the stages' edge validation, {@link parseMessage}): the valid ones
+ * come back with their event, in message order; an invalid one is marked failed (a NonRetryableError naming `what`
+ * and the problems, so the bus dead-letters it alone) and left out.
+ */
+export function parseItems<S extends z.ZodType>(items: BatchItem[], schema: S, what: string): { item: BatchItem; event: z.infer<S> }[] {
+  const parsed: { item: BatchItem; event: z.infer<S> }[] = [];
+  for (const item of items) {
+    try {
+      parsed.push({ item, event: parseMessage(schema, item.msg.value, what) });
+    } catch (e) {
+      item.failed = asError(e);
+    }
+  }
+  return parsed;
 }
 
 /**

@@ -2,8 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { ChunksEventSchema, Topic, type Chunk, type ChunksEvent, type EmbeddedChunksEvent } from '@rag/contracts';
 import { embeddingText } from '@rag/domain';
 import type { BatchOutcome, Bus, BusMessage, Embedder, OutgoingMessage } from '@rag/ports';
-import { asError, distinctParts, publishEach, runBatch, type BatchItem } from './batch';
-import { parseMessage } from './validate';
+import { asError, distinctParts, parseItems, publishEach, runBatch, type BatchItem } from './batch';
 
 type Upsert = Extract<ChunksEvent, { op: 'upsert' }>;
 
@@ -28,14 +27,7 @@ export class EmbedderStage {
   /** Outcomes in message order; an invalid message fails alone (NonRetryableError: dead-lettered with its reason). */
   handleBatch(msgs: BusMessage[]): Promise<BatchOutcome[]> {
     return runBatch('embed', 'embedder', msgs, async (items) => {
-      const parsed: { item: BatchItem; event: ChunksEvent }[] = [];
-      for (const item of items) {
-        try {
-          parsed.push({ item, event: parseMessage(ChunksEventSchema, item.msg.value, 'chunks event') });
-        } catch (e) {
-          item.failed = asError(e);
-        }
-      }
+      const parsed = parseItems(items, ChunksEventSchema, 'chunks event');
       for (const part of distinctParts(parsed, (p) => (p.event.op === 'delete' ? p.event.document_id : p.event.document.document_id))) await this.embedPart(part);
     });
   }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { chunkId, Topic, type Chunk, type EmbeddedChunksEvent, type IndexEvent } from '@rag/contracts';
 import { setLogLevel } from '@rag/platform';
-import { NonRetryableError, type Bus, type BusMessage, type DocumentRecord, type KeywordIndex, type OutgoingMessage, type Registry, type VectorRecord, type VectorStore } from '@rag/ports';
+import { NonRetryableError, type Bus, type BusMessage, type DocumentDelete, type DocumentRecord, type KeywordIndex, type OutgoingMessage, type Registry, type VectorRecord, type VectorStore } from '@rag/ports';
 import { distinctParts } from './batch';
 import { IndexerStage } from './indexer.stage';
 
@@ -93,6 +93,31 @@ class Documents implements Pick<Registry, 'get' | 'getMany' | 'markIndexed' | 'm
     this.calls.push('markDeleted');
     const r = this.recs.get(id);
     if (r && r.version === version) this.recs.set(id, { ...r, status: 'deleted', active_version: 0 });
+  }
+}
+
+/** Stand-ins with the bulk delete the Milvus and OpenSearch/Elasticsearch stores have (deleteDocuments). */
+class BulkVectors extends Vectors {
+  bulkDeletes: DocumentDelete[][] = [];
+  failDeletes = 0;
+  async deleteDocuments(documents: DocumentDelete[]) {
+    if (this.failDeletes > 0) {
+      this.failDeletes--;
+      throw Object.assign(new Error('milvus unavailable'), { code: 'unavailable' });
+    }
+    this.bulkDeletes.push(documents);
+    let n = 0;
+    for (const d of documents) n += await this.deleteDocument(d.documentId, d.keepVersion);
+    return n;
+  }
+}
+class BulkKeywords extends Keywords {
+  bulkDeletes: DocumentDelete[][] = [];
+  async deleteDocuments(documents: DocumentDelete[]) {
+    this.bulkDeletes.push(documents);
+    let n = 0;
+    for (const d of documents) n += await this.deleteDocument(d.documentId, d.keepVersion);
+    return n;
   }
 }
 
@@ -195,11 +220,61 @@ describe('IndexerStage batch path (bulk ingestion)', () => {
     expect(await indexer.handleBatch(msgs)).toEqual([undefined, undefined, undefined]);
     expect(keywords.chunks.size).toBe(chunks);
     expect(vectors.records.size).toBe(2);
-    // 'a' is indexed again (same chunk ids: no duplicate); the delete is re-applied.
-    expect(bus.events.slice(before).map((e) => [e.document_id, e.status])).toEqual([
-      ['gone', 'deleted'],
+    // 'a' is indexed again (same chunk ids: no duplicate); the delete is re-applied. The writes and the deletes of a
+    // batch run side by side (distinct documents), so only the per-document order is kept: compared sorted.
+    expect(bus.events.slice(before).map((e) => [e.document_id, e.status]).sort()).toEqual([
       ['a', 'indexed'],
+      ['gone', 'deleted'],
     ]);
+  });
+
+  it('deletes a batch of documents and the older versions of replaced ones with one delete request per store', async () => {
+    const bus = new CaptureBus();
+    const registry = new Documents();
+    const vectors = new BulkVectors();
+    const keywords = new BulkKeywords();
+    const indexer = new IndexerStage(bus as unknown as Bus, registry as unknown as Registry, vectors as unknown as VectorStore, keywords as unknown as KeywordIndex, MODEL);
+    const ids = ['d1', 'd2', 'd3', 'r1', 'r2'];
+    // v1 of every document, then (second batch) deletes of d*, new versions of r* (with another body).
+    expect(await indexer.handleBatch(ids.map((id) => upsert(id, registry.accept(id))))).toEqual(ids.map(() => undefined));
+    expect(vectors.bulkDeletes).toEqual([]); // version 1 replaces nothing
+    const del = (id: string): BusMessage => ({ topic: Topic.ChunksEmbedded, partition: 0, offset: 20, key: id, value: { event_id: `del-${id}`, op: 'delete', document_id: id, tenant: 't', version: registry.accept(id) }, headers: {}, attempt: 1 });
+    const second = [del('d1'), upsert('r1', registry.accept('r1'), 2, 'b'.repeat(64)), del('d2'), del('d3'), upsert('r2', registry.accept('r2'), 1, 'c'.repeat(64))];
+    const before = bus.events.length;
+    expect(await indexer.handleBatch(second)).toEqual(second.map(() => undefined));
+    const sorted = (calls: DocumentDelete[][]) => calls.map((c) => [...c].sort((a, b) => (a.documentId < b.documentId ? -1 : 1))).sort((a, b) => a.length - b.length);
+    const expected = [
+      [{ documentId: 'r1', keepVersion: 2 }, { documentId: 'r2', keepVersion: 2 }],
+      [{ documentId: 'd1' }, { documentId: 'd2' }, { documentId: 'd3' }],
+    ];
+    expect(sorted(vectors.bulkDeletes)).toEqual(expected);
+    expect(sorted(keywords.bulkDeletes)).toEqual(expected);
+    expect([...vectors.records.values()].map((r) => `${r.document_id}@${r.version}`).sort()).toEqual(['r1@2', 'r1@2', 'r2@2']);
+    expect([...keywords.chunks.values()].map((c) => `${c.document_id}@${c.version}`).sort()).toEqual(['r1@2', 'r1@2', 'r1@2', 'r2@2', 'r2@2']);
+    expect(ids.map((id) => registry.recs.get(id)!.status)).toEqual(['deleted', 'deleted', 'deleted', 'indexed', 'indexed']);
+    // One status per document; per-document order only (writes and deletes of a batch run side by side).
+    expect(bus.events.slice(before).map((e) => `${e.document_id}:${e.status}`).sort()).toEqual(['d1:deleted', 'd2:deleted', 'd3:deleted', 'r1:indexed', 'r2:indexed']);
+  });
+
+  it('a failed bulk delete fails only the deletes of the batch; delivered again alone, each is deleted once', async () => {
+    const bus = new CaptureBus();
+    const registry = new Documents();
+    const vectors = new BulkVectors();
+    const keywords = new BulkKeywords();
+    const indexer = new IndexerStage(bus as unknown as Bus, registry as unknown as Registry, vectors as unknown as VectorStore, keywords as unknown as KeywordIndex, MODEL);
+    await indexer.handleBatch(['d1', 'd2'].map((id) => upsert(id, registry.accept(id))));
+    const del = (id: string): BusMessage => ({ topic: Topic.ChunksEmbedded, partition: 0, offset: 30, key: id, value: { event_id: `del-${id}`, op: 'delete', document_id: id, tenant: 't', version: registry.accept(id) }, headers: {}, attempt: 1 });
+    const msgs = [del('d1'), upsert('n1', registry.accept('n1')), del('d2')];
+    vectors.failDeletes = 1;
+    const out = await indexer.handleBatch(msgs);
+    expect(out.map((e) => e?.message)).toEqual(['milvus unavailable', undefined, 'milvus unavailable']);
+    expect(registry.recs.get('n1')!.status).toBe('indexed');
+    expect(['d1', 'd2'].map((id) => registry.recs.get(id)!.status)).toEqual(['queued', 'queued']); // accepted, not marked deleted
+    for (const m of [msgs[0]!, msgs[2]!]) await indexer.handle(m);
+    expect(['d1', 'd2'].map((id) => registry.recs.get(id)!.status)).toEqual(['deleted', 'deleted']);
+    expect([...vectors.records.values()].every((r) => r.document_id === 'n1')).toBe(true);
+    expect([...keywords.chunks.values()].every((c) => c.document_id === 'n1')).toBe(true);
+    expect(bus.events.filter((e) => e.status === 'deleted').map((e) => e.document_id).sort()).toEqual(['d1', 'd2']);
   });
 
   it('runs two versions of one document in one batch one after the other (the newer ends active)', async () => {

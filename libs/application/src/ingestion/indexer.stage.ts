@@ -1,11 +1,33 @@
 import { createHash } from 'node:crypto';
 import { chunkId, EmbeddedChunksEventSchema, parseChunkId, Topic, type Chunk, type EmbeddedChunksEvent, type EmbeddedDocument } from '@rag/contracts';
-import { inStage, Logger, withTraceContext } from '@rag/platform';
+import { Logger, withTraceContext } from '@rag/platform';
 import { NonRetryableError } from '@rag/ports';
-import type { BatchOutcome, Bus, BusMessage, DocumentRecord, KeywordIndex, Registry, VectorRecord, VectorStore } from '@rag/ports';
-import { asError, distinctParts, inSpans, publishEach, runBatch, type BatchItem } from './batch';
+import type { BatchOutcome, Bus, BusMessage, DocumentDelete, DocumentRecord, KeywordIndex, Registry, VectorRecord, VectorStore } from '@rag/ports';
+import { asError, distinctParts, inSpans, parseItems, publishEach, runBatch, type BatchItem } from './batch';
 import { publishStatus, statusMessage } from './stage-publisher';
-import { parseMessage } from './validate';
+
+type DeleteEvent = Extract<EmbeddedChunksEvent, { op: 'delete' }>;
+interface Write {
+  item: BatchItem;
+  doc: EmbeddedDocument;
+  records: VectorRecord[];
+  children: number;
+}
+
+/** Waits for every operation, then rethrows the first failure (so none is still running when the caller moves on). */
+async function settleAll(ops: Promise<unknown>[]): Promise<void> {
+  const results = await Promise.allSettled(ops);
+  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) throw failed.reason;
+}
+
+/** Several documents' deletes from a store: one request where the store has a bulk delete, else one per document. */
+async function deleteFrom(store: Pick<VectorStore, 'deleteDocument' | 'deleteDocuments'>, documents: DocumentDelete[]): Promise<number> {
+  if (store.deleteDocuments) return store.deleteDocuments(documents);
+  let removed = 0;
+  for (const d of documents) removed += await store.deleteDocument(d.documentId, d.keepVersion);
+  return removed;
+}
 
 /**
  * Writes a document's chunks to the vector store and the keyword index, idempotently:
@@ -45,14 +67,7 @@ export class IndexerStage {
    */
   handleBatch(msgs: BusMessage[]): Promise<BatchOutcome[]> {
     return runBatch('index', 'indexer', msgs, async (items) => {
-      const parsed: { item: BatchItem; event: EmbeddedChunksEvent }[] = [];
-      for (const item of items) {
-        try {
-          parsed.push({ item, event: parseMessage(EmbeddedChunksEventSchema, item.msg.value, 'embedded chunks event') });
-        } catch (e) {
-          item.failed = asError(e);
-        }
-      }
+      const parsed = parseItems(items, EmbeddedChunksEventSchema, 'embedded chunks event');
       for (const part of distinctParts(parsed, (p) => (p.event.op === 'delete' ? p.event.document_id : p.event.document.document_id))) await this.indexPart(part);
     });
   }
@@ -71,31 +86,47 @@ export class IndexerStage {
     if (part.length === 0) return;
     const ids = part.map((p) => (p.event.op === 'delete' ? p.event.document_id : p.event.document.document_id));
     const registered = await this.records(ids);
-    const writes: { item: BatchItem; doc: EmbeddedDocument; records: VectorRecord[]; children: number }[] = [];
+    const writes: Write[] = [];
+    const deletes: { item: BatchItem; event: DeleteEvent }[] = [];
     for (const { item, event } of part) {
       try {
-        const write = await withTraceContext(item.context, () => this.prepare(item, event, registered.get(event.op === 'delete' ? event.document_id : event.document.document_id) ?? null));
-        if (write) writes.push({ item, ...write });
+        const prepared = await withTraceContext(item.context, () => this.prepare(item, event, registered.get(event.op === 'delete' ? event.document_id : event.document.document_id) ?? null));
+        if (prepared === 'delete' && event.op === 'delete') deletes.push({ item, event });
+        else if (prepared && prepared !== 'delete') writes.push({ item, ...prepared });
       } catch (e) {
         item.failed = asError(e);
       }
     }
+    // The documents of a part are distinct, so its writes and its deletes do not depend on each other.
+    await Promise.all([this.writeAll(writes), this.deleteAll(deletes)]);
+  }
+
+  /**
+   * The part's new versions: one vector upsert and one keyword upsert, in parallel (both durable before the registry
+   * switches the active versions), one registry transaction, the older versions' deletes of both stores in one request
+   * each, then one `indexed` status per document.
+   */
+  private async writeAll(writes: Write[]): Promise<void> {
     if (writes.length === 0) return;
-    const dense = (w: (typeof writes)[number]) => ({
+    const dense = (w: Write) => ({
       item: w.item,
       attributes: { 'rag.tenant': w.doc.tenant, 'rag.document_id': w.doc.document_id, 'rag.index.type': this.vectors.constructor.name, 'rag.vectors': w.records.length },
     });
-    const keyword = (w: (typeof writes)[number]) => ({
+    const keyword = (w: Write) => ({
       item: w.item,
       attributes: { 'rag.tenant': w.doc.tenant, 'rag.document_id': w.doc.document_id, 'rag.index.type': this.keywords.constructor.name, 'rag.chunks': w.doc.chunks.length },
     });
     try {
-      // Both writes are durable before the registry switches the active versions below.
-      await inSpans('index-dense', writes.map(dense), async () => {
-        await this.vectors.upsert(writes.flatMap((w) => w.records));
-        await this.vectors.flush();
-      });
-      await inSpans('index-keyword', writes.map(keyword), () => this.keywords.upsert(writes.flatMap((w) => w.doc.chunks)));
+      // Both writes are durable before the registry switches the active versions below. They run side by side (they
+      // touch different stores); both are awaited even when one fails, so nothing of this part is still being written
+      // when its messages are delivered again.
+      await settleAll([
+        inSpans('index-dense', writes.map(dense), async () => {
+          await this.vectors.upsert(writes.flatMap((w) => w.records));
+          await this.vectors.flush();
+        }),
+        inSpans('index-keyword', writes.map(keyword), () => this.keywords.upsert(writes.flatMap((w) => w.doc.chunks))),
+      ]);
       const marks = writes.map((w) => ({ documentId: w.doc.document_id, version: w.doc.version, contentHash: w.doc.content_hash, chunks: w.children }));
       if (this.registry.markIndexedMany) await this.registry.markIndexedMany(marks);
       else for (const m of marks) await this.registry.markIndexed(m.documentId, m.version, m.contentHash, m.chunks);
@@ -104,21 +135,20 @@ export class IndexerStage {
       return;
     }
     // Version 1 is the first version ever reserved for this id (a re-created document gets a higher one), so there
-    // is nothing older to delete; skipping the two deletes halves the store round trips of a bulk ingestion.
-    await Promise.all(
-      writes
-        .filter((w) => w.doc.version > 1)
-        .map(async (w) => {
-          try {
-            await withTraceContext(w.item.context, async () => {
-              await this.vectors.deleteDocument(w.doc.document_id, w.doc.version);
-              await this.keywords.deleteDocument(w.doc.document_id, w.doc.version);
-            });
-          } catch (e) {
-            w.item.failed = asError(e);
-          }
-        }),
-    );
+    // is nothing older to delete; skipping the deletes halves the store round trips of a bulk ingestion.
+    const replaced = writes.filter((w) => w.doc.version > 1);
+    if (replaced.length > 0) {
+      const old = replaced.map((w) => ({ documentId: w.doc.document_id, keepVersion: w.doc.version }));
+      try {
+        await settleAll([
+          inSpans('index-dense', replaced.map(dense), () => deleteFrom(this.vectors, old)),
+          inSpans('index-keyword', replaced.map(keyword), () => deleteFrom(this.keywords, old)),
+        ]);
+      } catch (e) {
+        // The new versions are active already; delivered again, they rewrite the same ids and retry these deletes.
+        for (const w of replaced) w.item.failed = asError(e);
+      }
+    }
     const statuses = writes
       .filter((w) => !w.item.failed)
       .map((w) => ({ item: w.item, message: statusMessage({ document_id: w.doc.document_id, tenant: w.doc.tenant, version: w.doc.version, status: 'indexed', stage: 'indexer', content_hash: w.doc.content_hash, chunks: w.children }) }));
@@ -126,31 +156,53 @@ export class IndexerStage {
   }
 
   /**
-   * Everything of one event but the bulk write: stale versions are skipped, deletes and unchanged versions handled
-   * here; a version to write comes back with its vector records.
+   * The part's deletes: one delete request per store for all of them (in parallel), then the registry, then one
+   * `deleted` status per document. A failure fails every delete of the part, which the bus delivers again alone
+   * (deleting is idempotent).
    */
-  private async prepare(item: BatchItem, event: EmbeddedChunksEvent, record: DocumentRecord | null): Promise<{ doc: EmbeddedDocument; records: VectorRecord[]; children: number } | null> {
+  private async deleteAll(deletes: { item: BatchItem; event: DeleteEvent }[]): Promise<void> {
+    if (deletes.length === 0) return;
+    const attributes = (d: { item: BatchItem; event: DeleteEvent }, type: string) => ({
+      item: d.item,
+      attributes: { 'rag.tenant': d.event.tenant, 'rag.document_id': d.event.document_id, 'rag.index.type': type },
+    });
+    const all = deletes.map((d) => ({ documentId: d.event.document_id }));
+    try {
+      await settleAll([
+        inSpans('index-dense', deletes.map((d) => attributes(d, this.vectors.constructor.name)), async () => {
+          await deleteFrom(this.vectors, all);
+          await this.vectors.flush();
+        }),
+        inSpans('index-keyword', deletes.map((d) => attributes(d, this.keywords.constructor.name)), () => deleteFrom(this.keywords, all)),
+      ]);
+      for (const d of deletes) await this.registry.markDeleted(d.event.document_id, d.event.version);
+    } catch (e) {
+      for (const d of deletes) d.item.failed = asError(e);
+      return;
+    }
+    await publishEach(
+      this.bus,
+      Topic.IndexEvents,
+      deletes.map((d) => ({ item: d.item, message: statusMessage({ document_id: d.event.document_id, tenant: d.event.tenant, version: d.event.version, status: 'deleted', stage: 'indexer' }) })),
+    );
+  }
+
+  /**
+   * Everything of one event but the bulk write: stale versions are skipped, unchanged versions handled here; a delete
+   * comes back as `'delete'` and a version to write with its vector records.
+   */
+  private async prepare(item: BatchItem, event: EmbeddedChunksEvent, record: DocumentRecord | null): Promise<Omit<Write, 'item'> | 'delete' | null> {
     const documentId = event.op === 'delete' ? event.document_id : event.document.document_id;
     const latest = record?.version ?? 0;
     const version = event.op === 'delete' ? event.version : event.document.version;
     const tenant = event.op === 'delete' ? event.tenant : event.document.tenant;
     item.span.setAttributes({ 'rag.tenant': tenant, 'rag.document_id': documentId, 'rag.version': version, 'rag.op': event.op });
-    const dense = { 'rag.tenant': tenant, 'rag.document_id': documentId, 'rag.index.type': this.vectors.constructor.name };
-    const keyword = { 'rag.tenant': tenant, 'rag.document_id': documentId, 'rag.index.type': this.keywords.constructor.name };
     if (version < latest) {
       this.log.info('skipping a stale version', { document_id: documentId, version, latest });
       return null;
     }
-    if (event.op === 'delete') {
-      await inStage('index-dense', dense, async () => {
-        await this.vectors.deleteDocument(event.document_id);
-        await this.vectors.flush();
-      });
-      await inStage('index-keyword', keyword, () => this.keywords.deleteDocument(event.document_id));
-      await this.registry.markDeleted(event.document_id, event.version);
-      await publishStatus(this.bus, { document_id: event.document_id, tenant: event.tenant, version, status: 'deleted', stage: 'indexer' });
-      return null;
-    }
+    // Deletes are done together, for the whole part (deleteAll).
+    if (event.op === 'delete') return 'delete';
     const doc = event.document;
     if (doc.model !== this.modelId) {
       throw new NonRetryableError(`chunks were embedded with model ${doc.model} but this index serves ${this.modelId}`);

@@ -13,9 +13,8 @@ import { Logger, setSpanAttributes, withTraceContext } from '@rag/platform';
 import type { BatchOutcome, Bus, BusMessage, DocumentParser, OutgoingMessage, ParseOutcome, ParseRequest } from '@rag/ports';
 import { AppError } from '@rag/platform';
 import type { SourceConnector } from '@rag/ports';
-import { asError, distinctParts, publishEach, runBatch, type BatchItem } from './batch';
+import { asError, distinctParts, parseItems, publishEach, runBatch, type BatchItem } from './batch';
 import { statusMessage } from './stage-publisher';
-import { parseMessage } from './validate';
 
 /** Source errors that retrying will not fix (bad credentials, no access, a malformed request): a `failed` status. */
 const PERMANENT = new Set(['unauthorized', 'forbidden', 'invalid_request', 'not_found']);
@@ -76,14 +75,7 @@ export class LoaderStage {
    */
   handleBatch(msgs: BusMessage[]): Promise<BatchOutcome[]> {
     return runBatch('load', 'loader', msgs, async (items) => {
-      const parsed: { item: BatchItem; event: SourceEvent }[] = [];
-      for (const item of items) {
-        try {
-          parsed.push({ item, event: parseMessage(SourceEventSchema, item.msg.value, 'source event') });
-        } catch (e) {
-          item.failed = asError(e);
-        }
-      }
+      const parsed = parseItems(items, SourceEventSchema, 'source event');
       for (const part of distinctParts(parsed, (p) => p.event.document_id)) await this.loadPart(part);
     });
   }
