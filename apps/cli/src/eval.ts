@@ -1,6 +1,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import type { SearchMode } from '@rag/contracts';
+import { QUERY_TRANSLATOR } from '@rag/ports';
 import { GATE_CALIBRATION, type EmbeddedHandles } from '@rag/services';
 import { answerContainsGold, evaluateRun, goldInFirstSentence, parseQrels, statementSupport } from '@rag/domain';
 import { ingest } from './ingest';
@@ -107,6 +108,24 @@ export async function calibrateGate(handles: Pick<EmbeddedHandles, 'context'>, t
   const started = Date.now();
   await gate?.ensure(tenant);
   if (gate) process.stderr.write(`eval: relevance gate calibrated (${((Date.now() - started) / 1000).toFixed(1)} s)\n`);
+}
+
+/**
+ * Waits until cross-lingual query translation is ready (RAG_TRANSLATION=auto; its dictionary loads in the background
+ * and questions are answered untranslated until then), so that a measurement never mixes untranslated and translated
+ * questions. No-op when translation is off.
+ */
+export async function translationReady(handles: Pick<EmbeddedHandles, 'context'>): Promise<void> {
+  let translator: { whenReady(): Promise<void> } | null = null;
+  try {
+    translator = handles.context.get(QUERY_TRANSLATOR, { strict: false });
+  } catch {
+    return;
+  }
+  if (!translator) return;
+  const started = Date.now();
+  await translator.whenReady();
+  process.stderr.write(`eval: query translation ready (${((Date.now() - started) / 1000).toFixed(1)} s)\n`);
 }
 
 export interface EvaluateModeOptions {

@@ -5,7 +5,7 @@ import { Command, Option } from 'commander';
 import { QueryModeSchema, type QueryMode } from '@rag/contracts';
 import { setLogLevel, type AppConfig, loadConfigOrExit } from '@rag/platform';
 import { createEmbeddedContext, lockDataDir, runEmbedded, writeLatestEval } from '@rag/services';
-import { calibrateGate, defaultOodFile, evaluateMode, ingestDataset, readDataset, readOodQuestions, repoRoot, type EvalMode } from './eval';
+import { calibrateGate, translationReady, defaultOodFile, evaluateMode, ingestDataset, readDataset, readOodQuestions, repoRoot, type EvalMode } from './eval';
 import { ingest } from './ingest';
 import { dbCommand } from './db';
 import { keysCommand } from './keys';
@@ -155,6 +155,7 @@ program
       // Questions never wait for the gate's calibration (it runs in the background once ingestion settles); a
       // measurement must not start before it exists, or its first questions are gated with the fallback threshold.
       if (opts.answers || ood.length) await calibrateGate(client.handles);
+      await translationReady(client.handles);
       const modes: EvalMode[] = opts.compare
         ? ['keyword', 'dense', 'hybrid', ...(cfg.RAG_RERANKER !== 'none' ? (['hybrid+rerank'] as const) : [])]
         : [opts.mode];

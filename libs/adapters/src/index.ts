@@ -26,6 +26,7 @@ export * from './notion';
 export * from './sqlite-api-keys';
 export * from './script-routed-embedder';
 export * from './cross-lingual-embedder';
+export * from './dictionary-translator';
 export * from './sqlite';
 export * from './gate-calibration';
 export type * from './milvus';

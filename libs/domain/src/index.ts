@@ -8,3 +8,4 @@ export * from './eval';
 export * from './sources';
 export * from './documents';
 export * from './agent';
+export * from './translation';

@@ -12,3 +12,4 @@ export * from './document-parser.port';
 export * from './coordination.port';
 export * from './grounding.port';
 export * from './gate-calibration-store.port';
+export * from './query-translator.port';

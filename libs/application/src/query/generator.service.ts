@@ -1,7 +1,7 @@
 import type { Degraded, ScoredChunk } from '@rag/contracts';
-import { buildAnswerPrompt, isRefusalAnswer, parseCitations, REFUSAL_MESSAGE, tenantOfDocumentId, type ExtractiveSource, type LexicalMemoOptions, type VerifyMode, parseStructuredStatements, renderStatements, statementsFromCitedText, STATEMENTS_JSON_SCHEMA, type AnswerStatement } from '@rag/domain';
+import { buildAnswerPrompt, isRefusalAnswer, languageShare, translationForEvidence, parseCitations, REFUSAL_MESSAGE, tenantOfDocumentId, type ExtractiveSource, type LexicalMemoOptions, type VerifyMode, parseStructuredStatements, renderStatements, statementsFromCitedText, STATEMENTS_JSON_SCHEMA, type AnswerStatement } from '@rag/domain';
 import { inStage, Logger, setSpanAttributes } from '@rag/platform';
-import type { ChatMessage, Grounding, Llm } from '@rag/ports';
+import type { ChatMessage, Grounding, GroundingOutcome, Llm, QueryTranslator } from '@rag/ports';
 import type { GateSettings } from './gate-calibration';
 import { AnswerVerifier, statementsOf, type VerifierEmbed } from './generator.service.verify';
 import { InProcessGrounding } from './in-process-grounding';
@@ -32,7 +32,15 @@ export interface GeneratorOptions {
   verify?: VerifyMode;
   /** The query embedder for the verifier's semantic support, when this process has one (resolved on first use). */
   verifierEmbed?: () => VerifierEmbed | undefined;
+  /**
+   * Cross-lingual query translation (RAG_TRANSLATION=auto): when the gate refuses a question whose sources are mostly
+   * in the other language, the gate judges the question's translation too (see gateTranslated). Absent: off.
+   */
+  translator?: QueryTranslator | null;
 }
+
+/** Share of the sources in the question's other language from which the gate also judges the translation. */
+const GATE_TRANSLATION_MIN_SHARE = 0.5;
 
 /**
  * Answers only from the numbered sources: a relevance gate first (refuse when the evidence is too weak), then the
@@ -102,18 +110,29 @@ export class GeneratorService implements GenerateCall {
       return { answer: REFUSAL_MESSAGE, refused: true, cited_refs: [], degraded: [], evidence, statements: [] };
     };
     // The gate's settings: the tenant's calibration (the tenant is the one of the retrieved chunks), else the fixed threshold.
-    const settings = this.opts.gate && sources.length ? await this.opts.gate.settingsFor(tenantOfDocumentId(sources[0]!.document_id), question) : undefined;
-    const gateTask = {
-      threshold: settings?.threshold ?? this.opts.refusalThreshold,
-      ...(settings?.termWeights ? { termWeights: settings.termWeights, unseenWeight: settings.unseenWeight } : {}),
-      ...(settings?.calibration ? { calibration: settings.calibration } : {}),
-      ...(settings?.denseTop !== undefined ? { denseTop: settings.denseTop } : {}),
+    const gateTaskFor = async (q: string) => {
+      const settings = this.opts.gate && sources.length ? await this.opts.gate.settingsFor(tenantOfDocumentId(sources[0]!.document_id), q) : undefined;
+      return {
+        threshold: settings?.threshold ?? this.opts.refusalThreshold,
+        ...(settings?.termWeights ? { termWeights: settings.termWeights, unseenWeight: settings.unseenWeight } : {}),
+        ...(settings?.calibration ? { calibration: settings.calibration } : {}),
+        ...(settings?.denseTop !== undefined ? { denseTop: settings.denseTop } : {}),
+      };
     };
+    let gateTask = await gateTaskFor(question);
     // Without an LLM the gate and the extractive answer are one task (one round trip to a worker).
-    const first = await this.grounding.run({ mode: this.llm ? 'gate' : 'answer', question, sources: grounded, ...gateTask });
-    if (first.timedOut) {
+    const outcome = await this.grounding.run({ mode: this.llm ? 'gate' : 'answer', question, sources: grounded, ...gateTask });
+    if (outcome.timedOut) {
       this.log.warn('grounding (relevance gate / extractive answer) ran past RAG_QUERY_WORKER_TIMEOUT_MS; refusing');
       return refusal(0);
+    }
+    let first: Exclude<GroundingOutcome, { timedOut: true }> = outcome;
+    // What the gate and the extractive answerer read as the question: the question, or its translation when that is
+    // what the sources answer (see gateTranslated).
+    let evidenceQuestion = question;
+    if (first.gate?.refuse && sources.length) {
+      const translated = await this.gateTranslated(question, grounded, gateTaskFor);
+      if (translated) ({ first, gateTask, evidenceQuestion } = translated);
     }
     const gate = first.gate!;
     if (sources.length === 0 || gate.refuse) return refusal(gate.evidence);
@@ -150,7 +169,7 @@ export class GeneratorService implements GenerateCall {
         degraded.push('llm');
       }
     }
-    const ex = this.llm ? await this.grounding.run({ mode: 'extract', question, sources: grounded, ...gateTask }) : first;
+    const ex = this.llm ? await this.grounding.run({ mode: 'extract', question: evidenceQuestion, sources: grounded, ...gateTask }) : first;
     if (ex.timedOut) {
       this.log.warn('extractive answer ran past RAG_QUERY_WORKER_TIMEOUT_MS; refusing');
       return { ...refusal(gate.evidence), degraded };
@@ -160,6 +179,41 @@ export class GeneratorService implements GenerateCall {
     // The extractive answer's statements are its sentences, each citing its source.
     const draft = answer.sentences.map((x) => ({ text: x.text, source_ids: [x.ref] }));
     return { answer: answer.answer, refused: false, cited_refs: answer.citedRefs, degraded, evidence: gate.evidence, statements: [], draft };
+  }
+
+  /**
+   * The gate on the question's translation, for a question the gate refused whose sources are mostly in the other
+   * language (a Chinese question answered by English chunks found through its translation, issue 15 item 4): the
+   * gate's lexical signals compare the question's words with the sources', so across languages they are ~0 however
+   * good the sources are. The translation is read as its best-matching alternative per word (translationForEvidence),
+   * gated with the settings of its own script (the index's calibration of that script, idf weights of its words, its
+   * dense similarity). Returns the passing outcome, or undefined (the refusal stands). Monolingual sources never get
+   * here (the share), so their refusals do not move.
+   */
+  private async gateTranslated(
+    question: string,
+    grounded: ExtractiveSource[],
+    gateTaskFor: (q: string) => Promise<{ threshold: number }>,
+  ): Promise<{ first: Exclude<GroundingOutcome, { timedOut: true }>; gateTask: Awaited<ReturnType<typeof gateTaskFor>>; evidenceQuestion: string } | undefined> {
+    const translator = this.opts.translator;
+    if (!translator) return undefined;
+    let translation;
+    try {
+      translation = await translator.translate(question);
+    } catch (e) {
+      this.log.warn('query translation failed; the gate judges the question as asked', { error: String(e) });
+      return undefined;
+    }
+    if (!translation) return undefined;
+    const texts = grounded.map((g) => g.text);
+    if (languageShare(texts, translation.target) < GATE_TRANSLATION_MIN_SHARE) return undefined;
+    const q = translationForEvidence(translation, texts);
+    if (!q) return undefined;
+    const gateTask = await gateTaskFor(q);
+    const outcome = await this.grounding.run({ mode: this.llm ? 'gate' : 'answer', question: q, sources: grounded, ...gateTask });
+    if (outcome.timedOut || !outcome.gate || outcome.gate.refuse) return undefined;
+    setSpanAttributes({ 'rag.gate.translated': true });
+    return { first: outcome, gateTask, evidenceQuestion: q };
   }
 
   /** The LLM's answer as schema-constrained JSON statements (repaired when needed); null when it fails or does not parse. */

@@ -130,6 +130,14 @@ export const ConfigSchema = z.object({
   RAG_QUERY_EXPANSION: z.enum(['none', 'multi', 'hyde', 'multi+hyde']).default('none'),
   RAG_QUERY_EXPANSIONS: int(3, 1, 10),
   /**
+   * Cross-lingual query translation (issue 15 item 4): `auto` translates a Chinese question into English keywords and
+   * an English one into Chinese (CC-CEDICT dictionary) when what the question finds is mostly in the other language,
+   * and fuses the translated search with the original; the relevance gate reads the translation too. `off`: never.
+   */
+  RAG_TRANSLATION: z.enum(['auto', 'off']).default('auto'),
+  /** A CC-CEDICT file (cedict_ts.u8 text format, or the cc-cedict package's data/all.js); unset = the installed cc-cedict package. */
+  RAG_TRANSLATION_DICT: optStr,
+  /**
    * Agentic multi-hop (issue 16 item 3). `off`: a query without `mode` is single-shot (hybrid); `mode: "agent"` and
    * `mode: "auto"` still work per request. `auto`: a query without `mode` goes through the router (multi-hop-looking
    * questions to the agent, the rest single-shot). Needs an LLM for `auto`.

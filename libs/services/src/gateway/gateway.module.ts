@@ -4,9 +4,10 @@ import { MulterModule } from '@nestjs/platform-express';
 import { DocumentService, QueryOrchestrator, QueryRewriter, type GenerateCall, type QueryEmbeddingCall, type RerankCall, type RetrieveCall } from '@rag/application';
 import type { AppConfig } from '@rag/platform';
 import { createApiKeyStore, createSharedRateLimiter } from '@rag/adapters';
-import { API_KEY_STORE, BUS, LLM, REGISTRY, type ApiKeyStore, type Bus, type Llm, type RateLimiter, type Registry } from '@rag/ports';
+import { API_KEY_STORE, BUS, LLM, QUERY_TRANSLATOR, REGISTRY, type ApiKeyStore, type Bus, type Llm, type QueryTranslator, type RateLimiter, type Registry } from '@rag/ports';
 import { RegistryMessageController } from './registry.message.controller';
 import { CONFIG, GENERATE_CALL, QUERY_EMBEDDING, RERANK_CALL, RETRIEVE_CALL } from '../core/tokens';
+import { queryTranslatorProvider, QueryTranslatorWarmUp } from '../core/query-translation';
 import { AdminController } from './admin.controller';
 import { Authenticator } from './auth';
 import { AuthGuard } from './auth.guard';
@@ -51,6 +52,8 @@ export class GatewayModule {
       controllers: [RegistryMessageController, DocumentsController, QueryController, HealthController, AdminController, SessionController, SourcesController, OverviewController, DocumentChunksController],
       providers: [
         OverviewSampler,
+        queryTranslatorProvider,
+        QueryTranslatorWarmUp,
         // Tenants and access: API keys (RAG_API_KEYS and the key store under RAG_DATA_DIR), forwarded JWTs, per-key
         // rate limits and route scopes, enforced by one global guard (routes opt out with @Public()).
         // The key store and the rate limits are shared by every gateway replica when RAG_DATABASE_URL names PostgreSQL.
@@ -71,7 +74,7 @@ export class GatewayModule {
         },
         {
           provide: QueryOrchestrator,
-          useFactory: (e: QueryEmbeddingCall, r: RetrieveCall, rr: RerankCall, g: GenerateCall, c: AppConfig, llm: Llm | null) =>
+          useFactory: (e: QueryEmbeddingCall, r: RetrieveCall, rr: RerankCall, g: GenerateCall, c: AppConfig, llm: Llm | null, translator: QueryTranslator | null) =>
             new QueryOrchestrator(
               e,
               r,
@@ -90,11 +93,12 @@ export class GatewayModule {
               },
               new QueryRewriter(llm, { expansion: c.RAG_QUERY_EXPANSION, count: c.RAG_QUERY_EXPANSIONS, timeoutMs: c.RAG_LLM_TIMEOUT_MS }),
               llm ?? null,
+              translator,
             ),
-          inject: [QUERY_EMBEDDING, RETRIEVE_CALL, RERANK_CALL, GENERATE_CALL, CONFIG, { token: LLM, optional: true }],
+          inject: [QUERY_EMBEDDING, RETRIEVE_CALL, RERANK_CALL, GENERATE_CALL, CONFIG, { token: LLM, optional: true }, QUERY_TRANSLATOR],
         },
       ],
-      exports: [DocumentService, QueryOrchestrator],
+      exports: [DocumentService, QueryOrchestrator, QUERY_TRANSLATOR],
     };
   }
 }

@@ -5,8 +5,9 @@ import { createWorkerGrounding, FileGateCalibrationStore } from '@rag/adapters';
 import { GateCalibrator, GeneratorService, InProcessGrounding, registryCalibrationSample, type GeneratorOptions, type QueryEmbeddingCall, type RetrieveCall, type VerifierEmbed } from '@rag/application';
 import { normalizeQuery } from '@rag/domain';
 import type { AppConfig } from '@rag/platform';
-import { GROUNDING, KEYWORD_INDEX, LLM, REGISTRY, VECTOR_STORE, type Grounding, type KeywordIndex, type Llm, type Registry, type VectorStore } from '@rag/ports';
+import { GROUNDING, KEYWORD_INDEX, LLM, QUERY_TRANSLATOR, REGISTRY, VECTOR_STORE, type Grounding, type KeywordIndex, type Llm, type QueryTranslator, type Registry, type VectorStore } from '@rag/ports';
 import { CONFIG, GATE_CALIBRATION, GENERATE_CALL, QUERY_EMBEDDING, RETRIEVE_CALL } from '../core/tokens';
+import { queryTranslatorProvider, QueryTranslatorWarmUp } from '../core/query-translation';
 
 /** The gate calibration as the generator, the module's start-up and `rag eval` see it (GATE_CALIBRATION). */
 export interface GateCalibrationHandle {
@@ -93,6 +94,8 @@ function verifierEmbed(moduleRef: ModuleRef): () => VerifierEmbed | undefined {
 /** generator: relevance gate, then the LLM (streamed) or the extractive answerer, citing [n]. */
 @Module({
   providers: [
+    queryTranslatorProvider,
+    QueryTranslatorWarmUp,
     {
       // the gate's and the extractive answerer's text work: a worker pool (RAG_GENERATOR_WORKERS > 0) or in process
       provide: GROUNDING,
@@ -110,7 +113,7 @@ function verifierEmbed(moduleRef: ModuleRef): () => VerifierEmbed | undefined {
     },
     {
       provide: GENERATE_CALL,
-      useFactory: (llm: Llm | null, c: AppConfig, grounding: Grounding, moduleRef: ModuleRef, gate: GateCalibrationHandle | null) =>
+      useFactory: (llm: Llm | null, c: AppConfig, grounding: Grounding, moduleRef: ModuleRef, gate: GateCalibrationHandle | null, translator: QueryTranslator | null) =>
         new GeneratorService(
           llm,
           {
@@ -121,10 +124,11 @@ function verifierEmbed(moduleRef: ModuleRef): () => VerifierEmbed | undefined {
             ...(gate ? { gate } : {}),
             verify: c.RAG_VERIFY,
             verifierEmbed: verifierEmbed(moduleRef),
+            translator,
           },
           grounding,
         ),
-      inject: [LLM, CONFIG, GROUNDING, ModuleRef, GATE_CALIBRATION],
+      inject: [LLM, CONFIG, GROUNDING, ModuleRef, GATE_CALIBRATION, QUERY_TRANSLATOR],
     },
   ],
   exports: [GENERATE_CALL, GATE_CALIBRATION],

@@ -1,0 +1,2 @@
+export * from './dictionary';
+export * from './translate';

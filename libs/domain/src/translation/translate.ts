@@ -1,0 +1,191 @@
+import { scriptWeights } from '../retrieval/script-routing';
+import { CHINESE_STOP_WORDS, ENGLISH_STOP_WORDS, stem } from '../text/tokenize';
+import { type BilingualDictionary, englishKey } from './dictionary';
+
+const HAN = /[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]/u;
+const HAN_RUN = /[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+/gu;
+
+/**
+ * Question words and fillers of Chinese questions: they say what is asked, not what about, so they are not
+ * translated (their glosses — "what", "whether", "can", "research" — would match every English document).
+ */
+const CHINESE_QUESTION_WORDS = new Set(
+  (
+    '什么 哪些 哪个 哪种 哪里 哪儿 多少 几 谁 怎么 怎样 怎么样 如何 为什么 为何 是否 能否 能不能 可否 有没有 是不是 ' +
+    '有 有哪些 可以 能 能够 会 应该 必须 需要 关于 对于 一些 已经 得到 进行 什么样 所 之间 以及 并 等 这种 这个 那个 其 ' +
+    '呢 吗 吧 的 地 得 了 着 过 被 把 给 对 从 向 在 由 与 和 及 或 或者 还是 又 也 都 就 才 而 但 却 即 且 则 '
+  ).split(/\s+/).filter(Boolean),
+);
+
+/** English words of questions that would translate into noise (question words and generic verbs). */
+const ENGLISH_QUESTION_WORDS = new Set('what which who whom whose when where why how does do did is are was were much many kind type way there count'.split(' '));
+
+/**
+ * Segments a run of Han characters into dictionary words by maximum matching in both directions (forward and
+ * backward), keeping the segmentation with fewer words, then fewer single characters (backward on a tie: it is
+ * the better of the two for Chinese, Sun & Zou 2001). Characters no headword covers stand alone.
+ */
+export function segmentHan(run: string, dict: BilingualDictionary): string[] {
+  const chars = [...run];
+  const max = dict.maxWordLength;
+  const forward: string[] = [];
+  for (let i = 0; i < chars.length; ) {
+    let len = Math.min(max, chars.length - i);
+    while (len > 1 && !dict.has(chars.slice(i, i + len).join(''))) len--;
+    forward.push(chars.slice(i, i + len).join(''));
+    i += len;
+  }
+  const backward: string[] = [];
+  for (let j = chars.length; j > 0; ) {
+    let len = Math.min(max, j);
+    while (len > 1 && !dict.has(chars.slice(j - len, j).join(''))) len--;
+    backward.unshift(chars.slice(j - len, j).join(''));
+    j -= len;
+  }
+  const singles = (s: string[]) => s.filter((w) => [...w].length === 1).length;
+  if (forward.length !== backward.length) return forward.length < backward.length ? forward : backward;
+  return singles(forward) < singles(backward) ? forward : backward;
+}
+
+/** The words of a Chinese text: Han runs segmented by the dictionary, Latin/digit runs kept as they are. */
+export function segmentChinese(text: string, dict: BilingualDictionary): string[] {
+  const out: string[] = [];
+  const parts = text.normalize('NFKC').split(/([\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+)/u);
+  for (const part of parts) {
+    if (!part) continue;
+    if (HAN.test(part)) out.push(...segmentHan(part, dict));
+    else for (const w of part.match(/[\p{L}\p{N}][\p{L}\p{N}.+-]*/gu) ?? []) out.push(w);
+  }
+  return out;
+}
+
+export interface TranslationOptions {
+  /** Translations kept per multi-character Chinese word (default 3). */
+  sensesPerWord?: number;
+  /** Translations kept per single-character Chinese word (default 1: single characters are ambiguous). */
+  sensesPerChar?: number;
+  /** Chinese words kept per English word or phrase (default 2). */
+  wordsPerTerm?: number;
+}
+
+/** A query translated for the other script's documents. */
+export interface QueryTranslation {
+  /** The language translated into. */
+  target: 'en' | 'zh';
+  /** The translated query: keywords in the target language, in question order. */
+  text: string;
+  /** Source words (or phrases) and what each became; untranslated ones are absent. */
+  terms: { source: string; target: string[] }[];
+}
+
+/**
+ * Chinese question → English keyword query: segmented by the dictionary, question words and stop words dropped,
+ * each word replaced by its first few cleaned translations (all of them kept in order: the keyword index scores
+ * each, the English embedding model reads them as a phrase list). Latin words and numbers pass through.
+ */
+export function translateZhToEn(question: string, dict: BilingualDictionary, opts: TranslationOptions = {}): QueryTranslation | undefined {
+  const perWord = opts.sensesPerWord ?? 3;
+  const perChar = opts.sensesPerChar ?? 1;
+  const terms: QueryTranslation['terms'] = [];
+  for (const w of segmentChinese(question, dict)) {
+    if (!HAN.test(w)) {
+      terms.push({ source: w, target: [w] });
+      continue;
+    }
+    if (CHINESE_QUESTION_WORDS.has(w) || CHINESE_STOP_WORDS.has(w)) continue;
+    const glosses = dict.english(w);
+    if (!glosses) continue;
+    const keep = glosses.slice(0, [...w].length === 1 ? perChar : perWord).filter((g) => englishKey(g) !== '');
+    if (keep.length) terms.push({ source: w, target: keep });
+  }
+  if (terms.length === 0) return undefined;
+  const words: string[] = [];
+  for (const t of terms) for (const g of t.target) if (!words.includes(g)) words.push(g);
+  return { target: 'en', text: words.join(' '), terms };
+}
+
+/**
+ * English question → Chinese keyword query: the question's content words (stemmed like the keyword index) matched
+ * against the dictionary's inverted index, longest phrase first ("boundary layer" before "layer"), each replaced by
+ * its best Chinese headwords. Words the dictionary lacks (names) pass through unchanged.
+ */
+export function translateEnToZh(question: string, dict: BilingualDictionary, opts: TranslationOptions = {}): QueryTranslation | undefined {
+  const perTerm = opts.wordsPerTerm ?? 2;
+  const raw = (question.normalize('NFKC').toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []).filter((w) => !ENGLISH_STOP_WORDS.has(w));
+  const words = raw.filter((w) => !ENGLISH_QUESTION_WORDS.has(w));
+  const terms: QueryTranslation['terms'] = [];
+  for (let i = 0; i < words.length; ) {
+    let matched = false;
+    for (let n = Math.min(dict.maxPhraseWords, words.length - i); n >= 1; n--) {
+      const phrase = words.slice(i, i + n);
+      const hits = dict.chinese(phrase.map(stem).join(' '));
+      if (!hits?.length) continue;
+      terms.push({ source: phrase.join(' '), target: hits.slice(0, perTerm).map((h) => h.word) });
+      i += n;
+      matched = true;
+      break;
+    }
+    if (!matched) {
+      // Not in the dictionary: a name or a term kept as written (Chinese text often quotes Latin names).
+      if (/\p{L}/u.test(words[i]!) && words[i]!.length > 2) terms.push({ source: words[i]!, target: [words[i]!] });
+      i += 1;
+    }
+  }
+  if (!terms.some((t) => t.target.some((x) => HAN.test(x)))) return undefined;
+  const out: string[] = [];
+  for (const t of terms) for (const g of t.target) if (!out.includes(g)) out.push(g);
+  return { target: 'zh', text: out.join(' '), terms };
+}
+
+/**
+ * Translates a question into the other script (script routing): a question mostly in Chinese characters into
+ * English, any other into Chinese. Undefined when nothing translates. A question mixing both scripts evenly is
+ * translated by its larger share.
+ */
+export function translateQuery(question: string, dict: BilingualDictionary, opts: TranslationOptions = {}): QueryTranslation | undefined {
+  const han = question.match(HAN_RUN)?.join('').length ?? 0;
+  if (han === 0 && !/\p{L}/u.test(question)) return undefined;
+  const w = scriptWeights(question);
+  return w.cjk >= 0.5 ? translateZhToEn(question, dict, opts) : translateEnToZh(question, dict, opts);
+}
+
+export type Language = QueryTranslation['target'];
+
+/** The language of a text by its script: Chinese when at least half of it is CJK (scriptWeights), else English. */
+export function scriptLanguage(text: string): Language {
+  return scriptWeights(text).cjk >= 0.5 ? 'zh' : 'en';
+}
+
+/** Share of `texts` written mostly in `lang`'s script, in [0, 1]; 0 for no texts. */
+export function languageShare(texts: readonly string[], lang: Language): number {
+  if (texts.length === 0) return 0;
+  return texts.filter((t) => scriptLanguage(t) === lang).length / texts.length;
+}
+
+/**
+ * The translation as the relevance gate reads it against `texts` (the retrieved sources): for each source term, the
+ * first of its alternatives that a text contains, else its first alternative. The alternatives are one word's
+ * translations, so one of them found counts as the word covered; all of them in the gate's question would count the
+ * others as missing words, and a correct cross-lingual hit would read as weak evidence.
+ */
+export function translationForEvidence(t: QueryTranslation, texts: readonly string[]): string {
+  const contains =
+    t.target === 'zh'
+      ? (() => {
+          const joined = texts.join('\n');
+          return (alt: string) => joined.includes(alt);
+        })()
+      : (() => {
+          const words = new Set(texts.flatMap((x) => englishKey(x).split(' ')));
+          return (alt: string) => {
+            const key = englishKey(alt);
+            return key !== '' && key.split(' ').every((w) => words.has(w));
+          };
+        })();
+  const out: string[] = [];
+  for (const term of t.terms) {
+    const pick = term.target.find(contains) ?? term.target[0];
+    if (pick && !out.includes(pick)) out.push(pick);
+  }
+  return out.join(' ');
+}
