@@ -5,7 +5,7 @@ import { EmbeddedBm25KeywordIndex, EmbeddedHnswVectorStore, HashingEmbedder, Sql
 import { BINARY_PARSERS } from '../../libs/adapters/src/document-parsers';
 import { Topic } from '@rag/contracts';
 import { DEFAULT_CHUNK_OPTIONS } from '@rag/domain';
-import type { Bus, Embedder, KeywordIndex, VectorStore } from '@rag/ports';
+import type { Bus, Embedder, KeywordIndex, QueryTranslator, VectorStore } from '@rag/ports';
 import { ChunkerStage, DeadLetterProjector, DocumentService, EmbedderStage, IndexerStage, InProcessDocumentParser, LoaderStage, StatusProjector } from '@rag/application';
 import { EmbeddingService, GeneratorService, QueryOrchestrator, RerankerService, RetrieverService } from '@rag/application';
 
@@ -13,7 +13,7 @@ import { EmbeddingService, GeneratorService, QueryOrchestrator, RerankerService,
  * Test-only: the whole pipeline wired by hand over real embedded adapters in a temp folder (no Nest), so
  * application tests exercise the stages exactly as the services run them.
  */
-export async function createPipeline(opts: { vectors?: (v: VectorStore) => VectorStore } = {}) {
+export async function createPipeline(opts: { vectors?: (v: VectorStore) => VectorStore; translator?: QueryTranslator } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'rag-app-'));
   const bus = new SqliteLogBus({ path: join(dir, 'bus.db'), partitions: 2, maxAttempts: 2, retryBaseMs: 1, pollMs: 20 });
   const registry = new SqliteRegistry({ dir });
@@ -44,8 +44,11 @@ export async function createPipeline(opts: { vectors?: (v: VectorStore) => Vecto
     new EmbeddingService(embedder),
     retriever,
     new RerankerService(null),
-    new GeneratorService(null, { refusalThreshold: 0.5, llmTimeoutMs: 1000, maxSources: 5 }),
+    new GeneratorService(null, { refusalThreshold: 0.5, llmTimeoutMs: 1000, maxSources: 5, translator: opts.translator ?? null }),
     { topK: 5, candidates: 50, deadlineMs: 10_000 },
+    undefined,
+    null,
+    opts.translator ?? null,
   );
   return {
     dir,
