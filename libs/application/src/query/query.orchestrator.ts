@@ -187,10 +187,10 @@ export class QueryOrchestrator {
     degraded: Set<Degraded>,
     traceId: string,
   ): Promise<{ run: RetrievalResult; share: number } | undefined> {
-    if (first.results.length === 0) return undefined;
     const texts = first.results.map((c) => c.parent_text ?? c.text);
     const own = scriptLanguage(query);
-    const share = 1 - languageShare(texts, own);
+    // Nothing found (keyword mode over an index in the other language): all there is, is in the other language.
+    const share = texts.length === 0 ? 1 : 1 - languageShare(texts, own);
     if (share < TRANSLATE_MIN_SHARE) return undefined;
     let translation;
     try {

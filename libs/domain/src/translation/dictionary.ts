@@ -81,7 +81,7 @@ export function englishKey(text: string): string {
 }
 
 /** Bumped whenever cleaning or ranking changes, so a cached snapshot of an older derivation is rebuilt. */
-export const DICTIONARY_SNAPSHOT_VERSION = 3;
+export const DICTIONARY_SNAPSHOT_VERSION = 4;
 
 export interface DictionarySnapshot {
   version: number;
@@ -133,6 +133,9 @@ export class DictionaryBuilder {
     glosses.forEach((g, i) => {
       const key = englishKey(g);
       if (!key) return;
+      // A sense that is one content word plus function words ("at large", "good at", "used to") means something else
+      // than that word alone: it would turn every "large" into 在逃 (at large). Such senses translate zh → en only.
+      if (!key.includes(' ') && g.includes(' ')) return;
       this.maxPhrase = Math.max(this.maxPhrase, key.split(' ').length);
       let m = this.reverse.get(key);
       if (!m) this.reverse.set(key, (m = new Map()));

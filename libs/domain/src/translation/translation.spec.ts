@@ -72,6 +72,11 @@ describe('BilingualDictionary', () => {
     // 模型 and 典范 both have "model" as their first sense; 模型 is part of other headwords (数学模型, 模型飞机).
     expect(dict.chinese(englishKey('model'))?.map((r) => r.word).slice(0, 2)).toEqual(['模型', '典范']);
   });
+  it('does not index a sense that is one content word plus function words under that word', () => {
+    const d = BilingualDictionary.of(parseCedict('在逃 在逃 [zai4 tao2] /at large (of a criminal)/escaped/\n大 大 [da4] /big; large/\n'));
+    expect(d.english('在逃')).toEqual(['at large', 'escaped']); // zh → en keeps it
+    expect(d.chinese(englishKey('large'))?.map((r) => r.word)).toEqual(['大']);
+  });
   it('round-trips through its snapshot (the derived-table cache)', () => {
     const again = BilingualDictionary.fromSnapshot(JSON.parse(JSON.stringify(dict.snapshot())));
     expect(again.snapshot()).toEqual(dict.snapshot());
@@ -121,7 +126,7 @@ describe('translateEnToZh', () => {
   it('matches the longest phrase first and keeps unknown names as written', () => {
     const t = translateEnToZh('What is the pressure in a boundary layer of NACA airfoils?', dict)!;
     expect(t.target).toBe('zh');
-    expect(t.terms).toEqual([
+    expect(t.terms.map(({ source, target }) => ({ source, target }))).toEqual([
       { source: 'pressure', target: ['压力'] },
       { source: 'boundary layer', target: ['边界层'] },
       { source: 'naca', target: ['naca'] },
@@ -158,8 +163,15 @@ describe('translationForEvidence', () => {
     expect(translationForEvidence(t, ['A study of the laminar boundary layer.'])).toBe('study boundary layer');
     expect(translationForEvidence(t, ['Nothing related here.'])).toBe('research boundary layer');
   });
-  it('matches Chinese alternatives as substrings of the sources', () => {
-    const t = { target: 'zh' as const, text: '典范 模型', terms: [{ source: 'model', target: ['典范', '模型'] }] };
+  it('matches Chinese alternatives as substrings of the sources, the extra alternatives included', () => {
+    const t = { target: 'zh' as const, text: '典范', terms: [{ source: 'model', target: ['典范'], alternatives: ['典范', '模型'] }] };
     expect(translationForEvidence(t, ['风洞中的模型试验'])).toBe('模型');
+    expect(translationForEvidence(t, ['没有关系的文字'])).toBe('典范');
+  });
+  it('leaves out of the Chinese gate question a name the dictionary cannot translate, unless a source has it as written', () => {
+    const t = translateEnToZh('Pennetta boundary layer', dict)!;
+    expect(t.text).toBe('pennetta 边界层');
+    expect(translationForEvidence(t, ['边界层的厚度'])).toBe('边界层');
+    expect(translationForEvidence(t, ['Pennetta 的边界层'])).toBe('pennetta 边界层');
   });
 });
