@@ -32,15 +32,18 @@ describe('GeneratorService lexical memo', () => {
     }
     const afterFirst = withMemo.memoStats()!;
     expect(afterFirst.entries).toBeGreaterThan(0);
-    // The texts analysed: parent text of a, texts of b and c, and the three titles.
-    expect(afterFirst.entries).toBe(6);
+    // The texts analysed: parent text of a, texts of b and c, the three titles, and the one statement the verifier
+    // checked (the verifier's sources are the same texts as the gate's, so they share entries).
+    expect(afterFirst.entries).toBe(7);
     const repeat = await withMemo.generate('what does the wing root carry', sources);
     expect(repeat.refused).toBe(false);
     const afterRepeat = withMemo.memoStats()!;
     // Every source text, parent text and title was analysed before: no new misses; the gate (3 sources), the
-    // answerer's sentences (3) and its title contexts (3) are all served from the memo.
+    // answerer's sentences (3), its title contexts (3) and the verifier's statement and cited source (2) are all
+    // served from the memo.
+    expect(repeat.statements).toHaveLength(1);
     expect(afterRepeat.misses).toBe(afterFirst.misses);
-    expect(afterRepeat.hits - afterFirst.hits).toBe(9);
+    expect(afterRepeat.hits - afterFirst.hits).toBe(11);
     expect(without.memoStats()).toBeNull();
   });
 

@@ -1,5 +1,5 @@
 import type { Degraded, ScoredChunk } from '@rag/contracts';
-import { buildAnswerPrompt, isRefusalAnswer, languageShare, translationForEvidence, parseCitations, REFUSAL_MESSAGE, tenantOfDocumentId, type ExtractiveSource, type LexicalMemoOptions, type VerifyMode, parseStructuredStatements, renderStatements, statementsFromCitedText, STATEMENTS_JSON_SCHEMA, type AnswerStatement } from '@rag/domain';
+import { buildAnswerPrompt, isRefusalAnswer, languageShare, translationForEvidence, parseCitations, REFUSAL_MESSAGE, tenantOfDocumentId, type ExtractiveSource, LexicalMemo, type LexicalMemoOptions, type VerifyMode, parseStructuredStatements, renderStatements, statementsFromCitedText, STATEMENTS_JSON_SCHEMA, type AnswerStatement } from '@rag/domain';
 import { inStage, Logger, setSpanAttributes } from '@rag/platform';
 import type { ChatMessage, Grounding, GroundingOutcome, Llm, QueryTranslator } from '@rag/ports';
 import type { GateSettings } from './gate-calibration';
@@ -58,7 +58,15 @@ export class GeneratorService implements GenerateCall {
     grounding?: Grounding,
   ) {
     this.grounding = grounding ?? new InProcessGrounding(opts.lexicalMemo);
-    this.verifier = new AnswerVerifier(opts.verify ?? 'mark', opts.verifierEmbed);
+    // The verifier analyses the same source texts as in-process grounding: one memo for both (its own one when
+    // grounding runs on workers, whose memos live in their threads).
+    const memo =
+      this.grounding instanceof InProcessGrounding
+        ? this.grounding.memo
+        : opts.lexicalMemo && opts.lexicalMemo.maxEntries > 0
+          ? new LexicalMemo(opts.lexicalMemo)
+          : undefined;
+    this.verifier = new AnswerVerifier(opts.verify ?? 'mark', opts.verifierEmbed, memo);
   }
 
   /** Hits, misses and size of the text-analysis memo of in-process grounding (null without one, or off-process). */

@@ -1,5 +1,5 @@
 import type { RagV1 } from '@rag/contracts';
-import { SUPPORT_THRESHOLD, verifyStatements, type AnswerStatement, type Verification, type VerifyMode, type VerifySource } from '@rag/domain';
+import { SUPPORT_THRESHOLD, verifyStatements, type AnswerStatement, type LexicalMemo, type Verification, type VerifyMode, type VerifySource } from '@rag/domain';
 import { Logger } from '@rag/platform';
 
 /** Embeds texts for the verifier (the query path's embedder: one vector per text, L2-normalised). */
@@ -15,13 +15,19 @@ export type VerifierEmbed = (text: string, signal?: AbortSignal) => Promise<Floa
  */
 export class AnswerVerifier {
   private readonly log = new Logger('generator');
+  private readonly features: ((text: string) => ReturnType<LexicalMemo['context']>) | undefined;
+  /** `memo`: the text-analysis memo shared with in-process grounding (the same parent texts), or one of its own. */
   constructor(
     readonly mode: VerifyMode,
     private readonly embed?: () => VerifierEmbed | undefined,
-  ) {}
+    memo?: LexicalMemo,
+  ) {
+    this.features = memo ? (text) => memo.context(text) : undefined;
+  }
 
   async verify(statements: readonly AnswerStatement[], sources: readonly VerifySource[], signal?: AbortSignal): Promise<Verification> {
-    const lexical = verifyStatements(statements, sources, { mode: this.mode });
+    const features = this.features;
+    const lexical = verifyStatements(statements, sources, { mode: this.mode, ...(features ? { features } : {}) });
     const weak = lexical.statements.map((s, i) => ({ s, i })).filter(({ s }) => !s.supported && s.source_ids.length > 0);
     const embed = weak.length > 0 ? this.embed?.() : undefined;
     if (!embed) return lexical;
@@ -41,7 +47,7 @@ export class AnswerVerifier {
         }
         similarity[i] = sims;
       }
-      return verifyStatements(statements, sources, { mode: this.mode, similarity });
+      return verifyStatements(statements, sources, { mode: this.mode, similarity, ...(features ? { features } : {}) });
     } catch (e) {
       this.log.warn('verifier: embedding failed; lexical support only', { error: String(e) });
       return lexical;

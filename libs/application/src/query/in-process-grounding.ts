@@ -6,7 +6,8 @@ import type { Grounding, GroundingOutcome } from '@rag/ports';
  * analysis memo (see LexicalMemo) when `memo.maxEntries` > 0.
  */
 export class InProcessGrounding implements Grounding {
-  private readonly memo: LexicalMemo | undefined;
+  /** Also used by the answer verifier of the same GeneratorService (the same source texts). */
+  readonly memo: LexicalMemo | undefined;
   constructor(memo?: LexicalMemoOptions) {
     this.memo = memo && memo.maxEntries > 0 ? new LexicalMemo(memo) : undefined;
   }

@@ -1,3 +1,4 @@
+import { LexicalMemo } from './lexical-memo';
 import { verifyStatements } from './verify';
 
 const sources = [
@@ -57,6 +58,20 @@ describe('verifyStatements', () => {
     expect(verifyStatements([paraphrase], sources, { mode: 'mark', similarity: sims }).statements[0]!.supported).toBe(true);
     const low = [new Map([[1, 0.1]])];
     expect(verifyStatements([good], sources, { mode: 'mark', similarity: low }).statements[0]!.support).toBe(1);
+  });
+
+  it('scores the same with a memo of the text analysis, which serves a repeated answer and never analyses an uncited source', () => {
+    const memo = new LexicalMemo({ maxEntries: 100, maxChars: 100_000 });
+    const analysed: string[] = [];
+    const features = (t: string) => (analysed.push(t), memo.context(t));
+    const third = { ref: 3, text: 'A source nothing cites.' };
+    for (const mode of ['mark', 'drop', 'refuse'] as const) {
+      expect(verifyStatements([good, goodZh, bad], [...sources, third], { mode, features })).toEqual(verifyStatements([good, goodZh, bad], sources, { mode }));
+    }
+    expect(analysed).not.toContain(third.text);
+    const misses = memo.stats().misses;
+    verifyStatements([good, goodZh, bad], sources, { mode: 'mark', features });
+    expect(memo.stats().misses).toBe(misses);
   });
 
   it('no statements: nothing to refuse, support rate 1', () => {
