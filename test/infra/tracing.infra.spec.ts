@@ -6,7 +6,10 @@
  * embedder, retriever, reranker and generator, each stage span parent-linked to the previous process's span through
  * exactly the transport spans of the OpenTelemetry instrumentations that carry the context (kafkajs: `send <topic>`
  * in the publisher, `process <topic>` in the consumer; grpc: the CLIENT span in the caller, the SERVER span in the
- * service) — no hand-made propagation, and nothing else in between.
+ * service) — no hand-made propagation, and nothing else in between. (One exception, made for bulk ingestion: a batch
+ * stage publishes the messages of many documents in one Kafka send, and KafkaBus then makes each message's
+ * `send <topic>` PRODUCER span itself, with the instrumentation's name and kind, under that document's own context,
+ * because the instrumentation would parent them all on one; the chain checked here is the same.)
  */
 import { call, env, GATEWAY, useDistributedPlatform, waitAll } from './distributed-harness';
 import { OtlpReceiver, renderTree, type ReceivedSpan } from './otlp-receiver';

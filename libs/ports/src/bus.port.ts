@@ -17,6 +17,12 @@ export interface OutgoingMessage<V = unknown> {
   key: string;
   value: V;
   headers?: Headers;
+  /**
+   * The trace context (an OpenTelemetry `Context`, from @rag/platform) this message continues, when the messages of
+   * one publish belong to different traces (a batch stage publishing one message per document): the bus then parents
+   * each message's trace on its own context instead of the context active at the publish. Opaque here.
+   */
+  traceContext?: unknown;
 }
 
 export type MessageHandler = (msg: BusMessage) => Promise<void>;

@@ -1,7 +1,9 @@
 /**
  * The embedded log bus carries the publishing span's W3C trace context in the message headers by hand (the consuming
  * stage continues the trace); on Kafka that is @opentelemetry/instrumentation-kafkajs's job (its `send` span writes
- * the headers; test/infra/tracing.infra.spec.ts proves the trace across processes), so KafkaBus adds none itself.
+ * the headers; test/infra/tracing.infra.spec.ts proves the trace across processes), so KafkaBus adds none itself —
+ * except for messages that carry their own `traceContext` (a batch stage's one publish of many documents' messages),
+ * which get a `send` span each under their own context (the last case).
  * Both keep headers the publisher set, and the gauge rag_kafka_consumer_lag gets a series per partition of this
  * process's own groups.
  */
@@ -9,7 +11,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Topic } from '@rag/contracts';
-import { inSpan, Logger, metrics, setLogLevel, startTracing } from '@rag/platform';
+import { inSpan, Logger, metrics, setLogLevel, startSpan, startTracing } from '@rag/platform';
 import type { BusMessage, MessageBroker } from '@rag/ports';
 import { SqliteLogBus } from '../log-bus/log-bus.adapter';
 import { FakeKafka } from './fake-kafka';
@@ -49,6 +51,25 @@ describe.each(buses)('%s trace context', (_name, open, byHand) => {
     const lag = (await metrics.consumerLag.get()).values.filter((v) => v.labels.group === 'g-trace' && v.labels.topic === Topic.Chunks);
     expect(lag.map((v) => v.labels.partition).sort()).toEqual(['0', '1']);
     expect(lag.every((v) => v.value === 0)).toBe(true);
+    await bus.close();
+  });
+
+  it('one publish of messages from different traces (a batch stage): each message continues its own traceContext', async () => {
+    const bus = open();
+    const seen: BusMessage[] = [];
+    await bus.subscribe({ group: 'g-trace-batch', topic: Topic.Chunks, stage: 'g-trace-batch', handler: async (m) => void seen.push(m) });
+    await bus.start();
+    const docs = ['a', 'b', 'c'].map((key) => ({ key, ...startSpan(`stage ${key}`, {}) }));
+    await inSpan('batch', {}, () => bus.publish(Topic.Chunks, docs.map((d) => ({ key: d.key, value: { n: d.key }, traceContext: d.context }))));
+    await bus.drain(10_000);
+    for (const d of docs) {
+      const header = seen.find((m) => m.key === d.key)!.headers.traceparent;
+      // Its own document's trace, whatever span was active at the publish (on Kafka: under a `send` span made for it).
+      expect(header, d.key).toMatch(new RegExp(`^00-${d.span.spanContext().traceId}-[0-9a-f]{16}-0[01]$`));
+      if (byHand) expect(header).toContain(d.span.spanContext().spanId);
+      d.span.end();
+    }
+    expect(new Set(seen.map((m) => m.headers.traceparent!.split('-')[1])).size).toBe(3);
     await bus.close();
   });
 });

@@ -5,7 +5,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { DLQ_HEADERS, Topic } from '@rag/contracts';
-import { Logger, metrics, traceHeaders } from '@rag/platform';
+import { Logger, metrics, traceHeaders, type Context } from '@rag/platform';
 import type { Headers, MessageBroker, OutgoingMessage, SubscribeOptions } from '@rag/ports';
 import { deliverWithRetries } from '../bus-delivery';
 import { openSqlite } from '../sqlite/open-sqlite';
@@ -309,11 +309,13 @@ export class SqliteLogBus implements MessageBroker {
     if (messages.length === 0) return;
     const now = this.clock();
     // W3C trace context of the publishing span (traceparent), as on Kafka: the consuming stage continues the trace.
+    // A message with its own traceContext (a batch stage's message of one document) carries that trace instead.
     const trace = traceHeaders();
     const encoded = messages.map((m) => {
       const json = JSON.stringify(m.value) as string | undefined;
       if (json === undefined) throw new Error(`message ${m.key} on ${topic}: the value is not JSON-serialisable`);
-      return { key: m.key, json, headers: JSON.stringify({ ...trace, ...(m.headers ?? {}) }) };
+      const own = m.traceContext !== undefined ? traceHeaders(m.traceContext as Context) : trace;
+      return { key: m.key, json, headers: JSON.stringify({ ...own, ...(m.headers ?? {}) }) };
     });
     const advanced = new Map<number, number>();
     const tx = this.db.transaction(() => {

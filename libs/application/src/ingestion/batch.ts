@@ -1,6 +1,6 @@
 import type { Topic, TopicValue } from '@rag/contracts';
 import type { z } from 'zod';
-import { failSpan, metrics, SpanKind, startSpan, extractTraceContext, tracingHandle, withTraceContext, type Attributes, type Context, type Span, type StageName } from '@rag/platform';
+import { failSpan, metrics, SpanKind, startSpan, extractTraceContext, tracingHandle, type Attributes, type Context, type Span, type StageName } from '@rag/platform';
 import type { BatchOutcome, Bus, BusMessage, OutgoingMessage } from '@rag/ports';
 import { parseMessage } from './validate';
 
@@ -96,31 +96,24 @@ export async function inSpans<T>(name: StageName, served: { item: BatchItem; att
 }
 
 /**
- * Publishes one outgoing message per item. With tracing on, each goes in its own send under its item's context
- * (the Kafka instrumentation parents every message of a send on the context active at the send, so one send would
- * put every document's next stage under one document's trace); with tracing off, all go in one send. A failed send
- * marks the items it carried.
+ * Publishes one outgoing message per item, all in one publish (one Kafka produce request, one log-bus transaction),
+ * in message order. Each message carries its item's trace context (`traceContext`), so the bus parents it on its own
+ * document's trace: one send no longer puts every document's next stage under one document's trace (which is why
+ * this used to make one send per item when tracing was on; those sends queued one behind the other on the Kafka
+ * producer). A failed publish marks every item it carried.
  */
 export async function publishEach<T extends Topic>(bus: Bus, topic: T, out: { item: BatchItem; message: OutgoingMessage<TopicValue<T>> }[]): Promise<void> {
   if (out.length === 0) return;
   out = [...out].sort((a, b) => a.item.index - b.item.index); // in message order
-  if (tracingHandle() === undefined) {
-    try {
-      await bus.publish(topic, out.map((o) => o.message));
-    } catch (e) {
-      for (const o of out) o.item.failed ??= asError(e);
-    }
-    return;
+  const traced = tracingHandle() !== undefined;
+  try {
+    await bus.publish(
+      topic,
+      out.map((o) => (traced ? { ...o.message, traceContext: o.item.context } : o.message)),
+    );
+  } catch (e) {
+    for (const o of out) o.item.failed ??= asError(e);
   }
-  await Promise.all(
-    out.map(async (o) => {
-      try {
-        await withTraceContext(o.item.context, () => bus.publish(topic, [o.message]));
-      } catch (e) {
-        o.item.failed ??= asError(e);
-      }
-    }),
-  );
 }
 
 /**

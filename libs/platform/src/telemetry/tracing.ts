@@ -10,6 +10,7 @@ import {
   type Span,
   type TextMapGetter,
 } from '@opentelemetry/api';
+import { suppressTracing } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import type { Instrumentation } from '@opentelemetry/instrumentation';
 import { ExpressInstrumentation, ExpressLayerType } from '@opentelemetry/instrumentation-express';
@@ -341,6 +342,14 @@ export function outsideTrace<T>(fn: () => T): T {
 /** Runs `fn` with `ctx` as the active context. */
 export function withTraceContext<T>(ctx: Context, fn: () => T): T {
   return context.with(ctx, fn);
+}
+
+/**
+ * Runs `fn` with tracing suppressed: instrumentations open no spans and inject no context inside it (the kafkajs
+ * instrumentation then leaves message headers that the caller filled itself untouched).
+ */
+export function withTracingSuppressed<T>(fn: () => T): T {
+  return context.with(suppressTracing(context.active()), fn);
 }
 
 export { SpanKind };
