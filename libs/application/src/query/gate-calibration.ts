@@ -273,6 +273,10 @@ export class GateCalibrator {
     const stats = termStatsOf(texts);
     const unseenWeight = unseenIdf(stats);
     const signalsOf = async (question: string): Promise<Signals> => {
+      // Let queued requests run between two probes. The embedded stores answer a retrieval without I/O, so without
+      // this the whole calibration (≈ 70 probes + pseudo-queries) ran as one chain of microtasks: one 7.7 s stretch
+      // of the event loop at 11k chunks under load (--cpu-prof of bench scale), i.e. a 7 s stall of every request.
+      await new Promise<void>((resolve) => setImmediate(resolve));
       const sources = await this.index.retrieve(tenant, question);
       const lexical = shouldRefuse(question, sources, 0, { termWeights: questionTermWeights(question, stats), unseenWeight }).evidence;
       const dense = this.index.denseTop ? await this.index.denseTop(tenant, question) : undefined;
