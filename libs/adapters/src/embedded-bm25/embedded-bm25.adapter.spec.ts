@@ -31,6 +31,24 @@ describe('EmbeddedBm25KeywordIndex', () => {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
+  it('writes a large batch in runs of whole documents, letting other work run between them', async () => {
+    const s = make();
+    const batch = Array.from({ length: 40 }, (_, d) => [0, 1, 2].map((o) => chunk(`doc${d}`, 1, o, `flutter of swept wings number ${d} part ${o}`))).flat();
+    const seen: number[] = [];
+    const poll = (): void => {
+      void s.count().then((n) => {
+        seen.push(n);
+        if (n < batch.length) setImmediate(poll);
+      });
+    };
+    setImmediate(poll);
+    await s.upsert(batch);
+    expect(await s.count()).toBe(batch.length);
+    const partial = seen.filter((n) => n > 0 && n < batch.length);
+    expect(partial.length).toBeGreaterThan(0); // read between runs
+    expect(partial.every((n) => n % 3 === 0)).toBe(true); // never part of a document
+  });
+
   it('returns [] for an empty index, a stop-word-only query, unknown terms and k <= 0', async () => {
     const s = make();
     expect(await search(s, 'wing')).toEqual([]);

@@ -7,6 +7,7 @@ import { Logger } from '@rag/platform';
 import type { KeywordHit, KeywordIndex, KeywordSearchRequest } from '@rag/ports';
 import { scopeAndFiltersSql } from './sql-filters';
 import { openSqlite } from '../sqlite/open-sqlite';
+import { documentRuns, WRITE_RUN_ITEMS, yieldToLoop } from '../sqlite/write-runs';
 
 /**
  * Embedded, persistent BM25 keyword index in one SQLite file (`dir/keyword.db`).
@@ -217,12 +218,20 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     }
   }
 
+  /** One transaction per run of whole documents, yielding to the event loop between runs (see documentRuns). */
   async upsert(chunks: Chunk[]): Promise<void> {
     this.assertOpen();
     if (chunks.length === 0) return;
-    this.db.transaction(() => {
-      for (const chunk of chunks) this.upsertOne(chunk);
-    })();
+    const runs = documentRuns(chunks, WRITE_RUN_ITEMS);
+    for (let i = 0; i < runs.length; i++) {
+      if (i > 0) {
+        await yieldToLoop();
+        this.assertOpen();
+      }
+      this.db.transaction(() => {
+        for (const chunk of runs[i]!) this.upsertOne(chunk);
+      })();
+    }
   }
 
   async search(req: KeywordSearchRequest): Promise<KeywordHit[]> {

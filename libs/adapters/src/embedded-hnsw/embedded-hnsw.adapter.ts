@@ -6,6 +6,7 @@ import { HierarchicalNSW } from 'hnswlib-node';
 import { Logger } from '@rag/platform';
 import type { VectorHit, VectorRecord, VectorSearchRequest, VectorStore } from '@rag/ports';
 import { openSqlite } from '../sqlite/open-sqlite';
+import { documentRuns, WRITE_RUN_ITEMS, yieldToLoop } from '../sqlite/write-runs';
 import { LiveEntries, type EntryFields } from './live-entries';
 
 /**
@@ -321,10 +322,24 @@ export class EmbeddedHnswVectorStore implements VectorStore {
     }
   }
 
+  /**
+   * Validates every record first (a bad one rejects the whole call, nothing written), then writes runs of whole
+   * documents, one SQLite transaction and graph update each, yielding to the event loop between runs (documentRuns).
+   */
   async upsert(records: VectorRecord[]): Promise<void> {
     this.assertOpen();
     for (const r of records) this.validate(r);
-    if (records.length === 0) return;
+    const runs = documentRuns(records, WRITE_RUN_ITEMS);
+    for (let i = 0; i < runs.length; i++) {
+      if (i > 0) {
+        await yieldToLoop();
+        this.assertOpen();
+      }
+      await this.upsertRun(runs[i]!);
+    }
+  }
+
+  private async upsertRun(records: VectorRecord[]): Promise<void> {
     const ops: IndexOp[] = [];
     this.db.transaction(() => {
       for (const r of records) {
