@@ -228,17 +228,24 @@ describe('IndexerStage batch path (bulk ingestion)', () => {
     ]);
   });
 
-  it('deletes a batch of documents and the older versions of replaced ones with one delete request per store', async () => {
+  /** An indexer over stores with bulk deletes, and a delete message of the next version of a document. */
+  const bulkIndexer = () => {
     const bus = new CaptureBus();
     const registry = new Documents();
     const vectors = new BulkVectors();
     const keywords = new BulkKeywords();
     const indexer = new IndexerStage(bus as unknown as Bus, registry as unknown as Registry, vectors as unknown as VectorStore, keywords as unknown as KeywordIndex, MODEL);
+    const del = (id: string, offset: number): BusMessage => ({ topic: Topic.ChunksEmbedded, partition: 0, offset, key: id, value: { event_id: `del-${id}`, op: 'delete', document_id: id, tenant: 't', version: registry.accept(id) }, headers: {}, attempt: 1 });
+    return { bus, registry, vectors, keywords, indexer, del };
+  };
+
+  it('deletes a batch of documents and the older versions of replaced ones with one delete request per store', async () => {
+    const { bus, registry, vectors, keywords, indexer, del: delAt } = bulkIndexer();
     const ids = ['d1', 'd2', 'd3', 'r1', 'r2'];
     // v1 of every document, then (second batch) deletes of d*, new versions of r* (with another body).
     expect(await indexer.handleBatch(ids.map((id) => upsert(id, registry.accept(id))))).toEqual(ids.map(() => undefined));
     expect(vectors.bulkDeletes).toEqual([]); // version 1 replaces nothing
-    const del = (id: string): BusMessage => ({ topic: Topic.ChunksEmbedded, partition: 0, offset: 20, key: id, value: { event_id: `del-${id}`, op: 'delete', document_id: id, tenant: 't', version: registry.accept(id) }, headers: {}, attempt: 1 });
+    const del = (id: string) => delAt(id, 20);
     const second = [del('d1'), upsert('r1', registry.accept('r1'), 2, 'b'.repeat(64)), del('d2'), del('d3'), upsert('r2', registry.accept('r2'), 1, 'c'.repeat(64))];
     const before = bus.events.length;
     expect(await indexer.handleBatch(second)).toEqual(second.map(() => undefined));
@@ -257,13 +264,9 @@ describe('IndexerStage batch path (bulk ingestion)', () => {
   });
 
   it('a failed bulk delete fails only the deletes of the batch; delivered again alone, each is deleted once', async () => {
-    const bus = new CaptureBus();
-    const registry = new Documents();
-    const vectors = new BulkVectors();
-    const keywords = new BulkKeywords();
-    const indexer = new IndexerStage(bus as unknown as Bus, registry as unknown as Registry, vectors as unknown as VectorStore, keywords as unknown as KeywordIndex, MODEL);
+    const { bus, registry, vectors, keywords, indexer, del: delAt } = bulkIndexer();
     await indexer.handleBatch(['d1', 'd2'].map((id) => upsert(id, registry.accept(id))));
-    const del = (id: string): BusMessage => ({ topic: Topic.ChunksEmbedded, partition: 0, offset: 30, key: id, value: { event_id: `del-${id}`, op: 'delete', document_id: id, tenant: 't', version: registry.accept(id) }, headers: {}, attempt: 1 });
+    const del = (id: string) => delAt(id, 30);
     const msgs = [del('d1'), upsert('n1', registry.accept('n1')), del('d2')];
     vectors.failDeletes = 1;
     const out = await indexer.handleBatch(msgs);
