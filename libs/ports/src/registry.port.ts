@@ -1,4 +1,5 @@
 import type { DocumentStatus, Metadata, Topic } from '@rag/contracts';
+import type { ListCursor } from '@rag/domain';
 
 export interface DocumentRecord {
   document_id: string;
@@ -20,6 +21,28 @@ export interface DocumentRecord {
   metadata: Metadata;
   created_at: string;
   updated_at: string;
+  /**
+   * The record's place in the registry's change order: unique, and larger on every change (the tie-break of list
+   * order after `updated_at`). Stores set it; with `updated_at` it is a keyset cursor ({@link ListCursor}).
+   */
+  seq?: number;
+}
+
+/**
+ * `after` of {@link Registry.list}: the page starts strictly after the record with this `updated_at` and `seq` in
+ * list order (most recently updated first). Unlike an offset, reading the page costs the same at any depth (an index
+ * seek, not a walk over every earlier row), and a document that changes while a client pages moves to the front
+ * instead of shifting every later page by one. The type and its page-token codec live in the domain.
+ */
+export type { ListCursor } from '@rag/domain';
+
+/** Options of {@link Registry.list}: `after` (keyset) or `offset` (default 0), not both. */
+export interface ListOptions {
+  tenant?: string;
+  status?: DocumentStatus;
+  limit: number;
+  offset?: number;
+  after?: ListCursor;
 }
 
 export interface AcceptChange {
@@ -50,7 +73,8 @@ export interface OutboxEntry extends OutboxMessage {
 
 export interface Registry {
   get(documentId: string): Promise<DocumentRecord | null>;
-  list(opts: { tenant?: string; status?: DocumentStatus; limit: number; offset: number }): Promise<DocumentRecord[]>;
+  /** Documents, most recently updated first (`updated_at` DESC, `seq` DESC). */
+  list(opts: ListOptions): Promise<DocumentRecord[]>;
   /**
    * Reserves the next version for a change and marks the document queued; returns the new record. With `message`,
    * the message it builds from the new record is stored in the outbox in the same transaction: the change and its

@@ -36,13 +36,17 @@ export function DocumentsPage() {
   const [status, setStatus] = useState('');
   const [search, setSearch] = useState('');
   const [source, setSource] = useState('');
-  const [offset, setOffset] = useState(0);
+  // Keyset paging: the cursors of the pages before this one (page n has n − 1); "previous" pops, "next" pushes the
+  // page's next_cursor. The same cost at any depth, and a refresh never brings back a row of an earlier page.
+  const [cursors, setCursors] = useState<string[]>([]);
+  const cursor = cursors[cursors.length - 1];
+  const pageNo = cursors.length + 1;
   const [uploads, setUploads] = useState<Upload[]>([]);
   const [actionError, setActionError] = useState<unknown>(null);
   const [dragging, setDragging] = useState(false);
   const fileInput = useRef<HTMLInputElement>(null);
-  const path = `/v1/documents?limit=${PAGE}&offset=${offset}${status ? `&status=${status}` : ''}`;
-  const { data, error, reload } = useResource<{ documents: DocumentRow[]; counts: Record<string, number> }>(path);
+  const path = `/v1/documents?limit=${PAGE}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}${status ? `&status=${status}` : ''}`;
+  const { data, error, reload } = useResource<{ documents: DocumentRow[]; counts: Record<string, number>; next_cursor: string | null }>(path);
 
   // While anything is queued or processing, refresh every 1.5 s so the table follows ingestion.
   const busy = !!data?.documents.some((d) => d.status === 'queued' || d.status === 'processing') || uploads.some((u) => u.state === 'uploading');
@@ -138,7 +142,7 @@ export function DocumentsPage() {
             value={status}
             onChange={(e) => {
               setStatus(e.currentTarget.value);
-              setOffset(0);
+              setCursors([]);
             }}
           >
             <option value="">{t('any')}</option>
@@ -239,12 +243,12 @@ export function DocumentsPage() {
           </tbody>
         </table>
       </div>
-      <nav class="pager row" aria-label={t('page', { n: offset / PAGE + 1 })}>
-        <button type="button" disabled={offset === 0} onClick={() => setOffset(Math.max(0, offset - PAGE))}>
+      <nav class="pager row" aria-label={t('page', { n: pageNo })}>
+        <button type="button" disabled={cursors.length === 0} onClick={() => setCursors((c) => c.slice(0, -1))}>
           {t('previous')}
         </button>
-        <span>{t('page', { n: offset / PAGE + 1 })}</span>
-        <button type="button" disabled={(data?.documents.length ?? 0) < PAGE} onClick={() => setOffset(offset + PAGE)}>
+        <span>{t('page', { n: pageNo })}</span>
+        <button type="button" disabled={!data?.next_cursor} onClick={() => data?.next_cursor && setCursors((c) => [...c, data.next_cursor!])}>
           {t('next')}
         </button>
       </nav>

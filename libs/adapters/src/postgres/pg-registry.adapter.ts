@@ -1,6 +1,6 @@
 import type { DocumentStatus, Metadata } from '@rag/contracts';
 import { AppError, Logger } from '@rag/platform';
-import type { AcceptChange, DocumentRecord, OutboxEntry, OutboxMessage, Registry } from '@rag/ports';
+import type { AcceptChange, DocumentRecord, ListOptions, OutboxEntry, OutboxMessage, Registry } from '@rag/ports';
 import { PgDatabase, pgText, type PgDatabaseOptions } from './pg-database';
 import type { PoolClient } from 'pg';
 
@@ -38,6 +38,7 @@ interface DocumentRow {
   metadata: string;
   created_at: Date;
   updated_at: Date;
+  seq: string;
 }
 
 const STATUSES: readonly DocumentStatus[] = ['queued', 'processing', 'indexed', 'failed', 'deleted'];
@@ -45,7 +46,7 @@ const DEFAULT_TRACE_RETENTION_MS = 30 * 24 * 3600 * 1000;
 const DEFAULT_MAX_TRACES = 1_000_000;
 const TRACE_PRUNE_EVERY = 500;
 const COLS =
-  'document_id, tenant, title, status, version, active_version, content_hash, raw_hash, chunks, error, mime_type, source_url, acl, metadata, created_at, updated_at';
+  'document_id, tenant, title, status, version, active_version, content_hash, raw_hash, chunks, error, mime_type, source_url, acl, metadata, created_at, updated_at, seq';
 /** The database's clock in epoch ms (outbox leases, trace ages: one clock for every replica). */
 const NOW_MS = '(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::bigint';
 
@@ -66,6 +67,8 @@ const toRecord = (r: DocumentRow): DocumentRecord => ({
   metadata: JSON.parse(r.metadata) as Metadata,
   created_at: r.created_at.toISOString(),
   updated_at: r.updated_at.toISOString(),
+  // bigint arrives as a string from node-postgres; a sequence stays far below 2^53 (one per registry change).
+  seq: Number(r.seq),
 });
 
 export class PgRegistry implements Registry {
@@ -101,16 +104,19 @@ export class PgRegistry implements Registry {
     return rows[0] ? toRecord(rows[0]) : null;
   }
 
-  async list(opts: { tenant?: string; status?: DocumentStatus; limit: number; offset: number }): Promise<DocumentRecord[]> {
+  async list(opts: ListOptions): Promise<DocumentRecord[]> {
     this.assertOpen();
+    if (opts.after && opts.offset) throw new AppError('invalid_request', 'a list takes a cursor or an offset, not both');
     const where: string[] = [];
     const params: unknown[] = [];
     if (opts.tenant !== undefined) where.push(`tenant = $${params.push(opts.tenant)}`);
     if (opts.status !== undefined) where.push(`status = $${params.push(opts.status)}`);
+    // Keyset: a row comparison on the list order, answered by a seek in the (…, updated_at DESC, seq DESC) indexes.
+    if (opts.after) where.push(`(updated_at, seq) < ($${params.push(opts.after.updated_at)}::timestamptz, $${params.push(opts.after.seq)}::bigint)`);
     const limit = `$${params.push(Math.max(0, Math.floor(opts.limit)))}`;
-    const offset = `$${params.push(Math.max(0, Math.floor(opts.offset)))}`;
+    const offset = opts.after ? '' : ` OFFSET $${params.push(Math.max(0, Math.floor(opts.offset ?? 0)))}`;
     const { rows } = await this.db.query<DocumentRow>(
-      `SELECT ${COLS} FROM documents ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY updated_at DESC, seq DESC LIMIT ${limit} OFFSET ${offset}`,
+      `SELECT ${COLS} FROM documents ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY updated_at DESC, seq DESC LIMIT ${limit}${offset}`,
       params,
     );
     return rows.map(toRecord);

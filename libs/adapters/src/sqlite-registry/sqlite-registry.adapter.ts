@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import Database from 'better-sqlite3';
 import type { DocumentStatus, Metadata } from '@rag/contracts';
 import { AppError, Logger } from '@rag/platform';
-import type { AcceptChange, DocumentRecord, OutboxEntry, OutboxMessage, Registry } from '@rag/ports';
+import type { AcceptChange, DocumentRecord, ListOptions, OutboxEntry, OutboxMessage, Registry } from '@rag/ports';
 import { openSqlite } from '../sqlite/open-sqlite';
 
 /**
@@ -79,6 +79,7 @@ interface DocumentRow {
   metadata: string;
   created_at: string;
   updated_at: string;
+  seq: number;
 }
 
 const STATUSES: readonly DocumentStatus[] = ['queued', 'processing', 'indexed', 'failed', 'deleted'];
@@ -104,6 +105,7 @@ function toRecord(r: DocumentRow): DocumentRecord {
     metadata: JSON.parse(r.metadata) as Metadata,
     created_at: r.created_at,
     updated_at: r.updated_at,
+    seq: r.seq,
   };
 }
 
@@ -266,13 +268,11 @@ export class SqliteRegistry implements Registry {
     return row ? toRecord(row) : null;
   }
 
-  async list(opts: { tenant?: string; status?: DocumentStatus; limit: number; offset: number }): Promise<DocumentRecord[]> {
+  async list(opts: ListOptions): Promise<DocumentRecord[]> {
     this.assertOpen();
+    if (opts.after && opts.offset) throw new AppError('invalid_request', 'a list takes a cursor or an offset, not both');
     const where: string[] = [];
-    const params: Record<string, string | number> = {
-      limit: Math.max(0, Math.floor(opts.limit)),
-      offset: Math.max(0, Math.floor(opts.offset)),
-    };
+    const params: Record<string, string | number> = { limit: Math.max(0, Math.floor(opts.limit)) };
     if (opts.tenant !== undefined) {
       where.push('tenant = @tenant');
       params.tenant = opts.tenant;
@@ -281,7 +281,16 @@ export class SqliteRegistry implements Registry {
       where.push('status = @status');
       params.status = opts.status;
     }
-    const sql = `SELECT * FROM documents ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY updated_at DESC, seq DESC LIMIT @limit OFFSET @offset`;
+    // Keyset: a row-value comparison on the list order, which SQLite answers with a seek in the (…, updated_at, seq)
+    // indexes — the same cost at any depth (an OFFSET walks every earlier row).
+    if (opts.after) {
+      where.push('(updated_at, seq) < (@afterAt, @afterSeq)');
+      params.afterAt = opts.after.updated_at;
+      params.afterSeq = opts.after.seq;
+    }
+    const offset = opts.after ? '' : ' OFFSET @offset';
+    if (!opts.after) params.offset = Math.max(0, Math.floor(opts.offset ?? 0));
+    const sql = `SELECT * FROM documents ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY updated_at DESC, seq DESC LIMIT @limit${offset}`;
     let stmt = this.listCache.get(sql);
     if (!stmt) {
       stmt = this.db.prepare<Record<string, string | number>, DocumentRow>(sql);

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { chunkId, Topic, type Chunk, type ChunksEvent } from '@rag/contracts';
-import type { Bus, KeywordIndex, Registry } from '@rag/ports';
+import type { Bus, KeywordIndex, ListCursor, Registry } from '@rag/ports';
 import type { Contextualizer } from './contextualizer';
 
 export interface ContextualReindexOptions {
@@ -51,11 +51,15 @@ export class ContextualReindex {
   ) {}
 
   async run(opts: ContextualReindexOptions = {}): Promise<ContextualReindexSummary> {
+    // Keyset pages (issue 13): an offset walk re-reads every earlier row per page, quadratic over a million documents.
     const ids: string[] = [];
-    for (let offset = 0; ; offset += PAGE) {
-      const page = await this.registry.list({ ...(opts.tenant ? { tenant: opts.tenant } : {}), status: 'indexed', limit: PAGE, offset });
+    // (A registry whose records carry no `seq` is paged by offset.)
+    for (let after: ListCursor | undefined, offset = 0; ; offset += PAGE) {
+      const page = await this.registry.list({ ...(opts.tenant ? { tenant: opts.tenant } : {}), status: 'indexed', limit: PAGE, ...(after ? { after } : { offset }) });
       ids.push(...page.map((r) => r.document_id));
       if (page.length < PAGE) break;
+      const last = page[page.length - 1]!;
+      after = last.seq !== undefined ? { updated_at: last.updated_at, seq: last.seq } : undefined;
     }
     const todo = opts.limit !== undefined ? ids.slice(0, opts.limit) : ids;
     const s: ContextualReindexSummary = { documents: todo.length, republished: 0, skipped: 0, missing: 0, written: 0, failed: 0, model: this.contextualizer.modelId };

@@ -7,7 +7,7 @@ import {
 } from '@rag/contracts';
 import { detectMimeType, documentIdCandidates, externalDocumentId, internalDocumentId, SUPPORTED_MIME_TYPES, uploadDocumentIdProblem } from '@rag/domain';
 import { AppError, Logger, type Result, err, invalidRequest, ok } from '@rag/platform';
-import type { AcceptChange, Bus, DocumentRecord, OutboxEntry, OutboxMessage, Registry } from '@rag/ports';
+import type { AcceptChange, Bus, DocumentRecord, ListOptions, OutboxEntry, OutboxMessage, Registry } from '@rag/ports';
 import { nowIso } from './validate';
 
 export interface AcceptedDocument {
@@ -258,7 +258,7 @@ export class DocumentService {
   }
 
   /** The tenant's documents, with their external ids. */
-  async list(opts: { tenant: string; status?: DocumentRecord['status']; limit: number; offset: number }): Promise<DocumentRecord[]> {
+  async list(opts: ListOptions & { tenant: string }): Promise<DocumentRecord[]> {
     return (await this.registry.list(opts)).map((r) => withExternalId(r, opts.tenant));
   }
 

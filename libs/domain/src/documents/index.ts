@@ -10,3 +10,4 @@ export {
   internalDocumentIdFilters,
   uploadDocumentIdProblem,
 } from './document-id';
+export { decodeListCursor, encodeListCursor, type ListCursor } from './list-cursor';

@@ -254,6 +254,54 @@ describe('GET /v1/documents/{id}/chunks', () => {
   });
 });
 
+describe('GET /v1/documents pages by cursor', () => {
+  const ADMIN = 'list-admin-key-0123456789';
+  const OTHER = 'list-other-tenant-key-0123456789';
+  let s: Awaited<ReturnType<typeof start>>;
+  beforeAll(async () => {
+    s = await start({ RAG_API_KEYS: `${ADMIN},${OTHER}=acme` });
+  });
+  afterAll(() => s?.close());
+
+  it('walks every document once, in the order of an offset listing, and ends with next_cursor null', async () => {
+    const documents = Array.from({ length: 7 }, (_, i) => ({ id: `page-${i}`, title: `Page ${i}`, text: `Page ${i} is about the wind tunnel number ${i}.` }));
+    expect((await s.call('POST', '/v1/documents:batch', { key: ADMIN, body: { documents } })).status).toBe(202);
+    expect((await s.call('POST', '/v1/documents', { key: OTHER, body: { id: 'theirs', text: 'Another tenant.' } })).status).toBe(202);
+    const all = await s.call('GET', '/v1/documents?limit=100', { key: ADMIN });
+    expect(all.body.next_cursor).toBeNull();
+    const order = (all.body.documents as { document_id: string }[]).map((d) => d.document_id);
+    expect([...order].sort()).toEqual(documents.map((d) => d.id).sort());
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const r = await s.call('GET', `/v1/documents?limit=3${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, { key: ADMIN });
+      expect(r.status).toBe(200);
+      seen.push(...(r.body.documents as { document_id: string }[]).map((d) => d.document_id));
+      cursor = r.body.next_cursor as string | null;
+      pages++;
+    } while (cursor && pages < 10);
+    expect(seen).toEqual(order);
+    expect(pages).toBe(3);
+    const theirs = await s.call('GET', '/v1/documents?limit=1', { key: OTHER });
+    expect((theirs.body.documents as { document_id: string }[]).map((d) => d.document_id)).toEqual(['theirs']);
+    // Another tenant's cursor names a position, not documents: it never reveals this tenant's rows.
+    const after = await s.call('GET', `/v1/documents?limit=10&cursor=${encodeURIComponent(theirs.body.next_cursor as string)}`, { key: OTHER });
+    expect(after.body).toMatchObject({ documents: [], next_cursor: null });
+  });
+
+  it('400 for a cursor it did not issue and for a cursor with an offset; the list keeps serving', async () => {
+    const bad = await s.call('GET', '/v1/documents?cursor=not-a-token', { key: ADMIN });
+    expect(bad.status).toBe(400);
+    expect(JSON.stringify(bad.body)).toContain('next_cursor of the previous page');
+    const first = await s.call('GET', '/v1/documents?limit=1', { key: ADMIN });
+    const both = await s.call('GET', `/v1/documents?limit=1&offset=2&cursor=${encodeURIComponent(first.body.next_cursor as string)}`, { key: ADMIN });
+    expect(both.status).toBe(400);
+    expect(JSON.stringify(both.body)).toContain('cursor or offset');
+    expect((await s.call('GET', '/v1/documents?limit=1&offset=2', { key: ADMIN })).status).toBe(200);
+  });
+});
+
 describe('the eval report file', () => {
   it('what `rag eval` writes is what the overview reads (replaced whole on the next run)', async () => {
     const dir = tmp('rag-eval-');

@@ -4,6 +4,7 @@ import type { Request } from 'express';
 import { z } from 'zod';
 import { DocumentService, documentView, type UploadedFile as Upload } from '@rag/application';
 import { AclSchema, BatchInputSchema, DocumentInputSchema, DocumentStatusSchema, MetadataSchema, type DocumentInput } from '@rag/contracts';
+import { decodeListCursor, encodeListCursor } from '@rag/domain';
 import { AppError, invalidRequest } from '@rag/platform';
 import { principalOf, RequireScope } from './auth.guard';
 
@@ -35,11 +36,29 @@ export const MultipartFieldsSchema = z
   })
   .strict();
 
-const ListQuerySchema = z.object({
-  status: DocumentStatusSchema.optional(),
-  limit: z.coerce.number().int().min(1).max(1000).default(100),
-  offset: z.coerce.number().int().min(0).default(0),
-});
+/**
+ * `GET /v1/documents`: `cursor` (the previous page's `next_cursor`) pages at the same cost at any depth; `offset`
+ * stays for compatibility and small lists (it walks every earlier row: ≈ 20 ms at 300k documents in SQLite against
+ * 0.2 ms for a cursor, growing with the depth). Not both.
+ */
+const ListQuerySchema = z
+  .object({
+    status: DocumentStatusSchema.optional(),
+    limit: z.coerce.number().int().min(1).max(1000).default(100),
+    offset: z.coerce.number().int().min(0).default(0),
+    cursor: z
+      .string()
+      .transform((token, ctx) => {
+        const after = decodeListCursor(token);
+        if (!after) {
+          ctx.addIssue({ code: 'custom', message: 'not a page token of this API: pass the next_cursor of the previous page unchanged' });
+          return z.NEVER;
+        }
+        return after;
+      })
+      .optional(),
+  })
+  .refine((q) => !(q.cursor && q.offset > 0), { message: 'use cursor or offset, not both', path: ['offset'] });
 
 const invalid = (issues: z.core.$ZodIssue[]): AppError => invalidRequest(issues);
 
@@ -106,8 +125,11 @@ export class DocumentsController {
     const who = principalOf(req);
     const q = ListQuerySchema.safeParse(query);
     if (!q.success) throw invalid(q.error.issues);
-    const docs = await this.documents.list({ tenant: who.tenant, ...q.data });
-    return { documents: docs.map(documentView), counts: await this.documents.counts(who.tenant) };
+    const { cursor, offset, ...rest } = q.data;
+    const docs = await this.documents.list({ tenant: who.tenant, ...rest, ...(cursor ? { after: cursor } : { offset }) });
+    // A full page may have a next one: its token names the last document of this page (null at the end).
+    const last = docs.length === rest.limit ? docs[docs.length - 1] : undefined;
+    return { documents: docs.map(documentView), counts: await this.documents.counts(who.tenant), next_cursor: last ? encodeListCursor(last) : null };
   }
 
   @Get('documents/:id')

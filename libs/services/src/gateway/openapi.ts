@@ -129,9 +129,28 @@ export function buildOpenApi(version: string) {
           parameters: [
             { name: 'status', in: 'query', schema: jsonSchemaOf(DocumentStatusSchema) },
             { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 } },
-            { name: 'offset', in: 'query', schema: { type: 'integer', minimum: 0, default: 0 } },
+            {
+              name: 'cursor',
+              in: 'query',
+              description: 'next_cursor of the previous page: the next page, at the same cost at any depth (not with offset)',
+              schema: { type: 'string' },
+            },
+            {
+              name: 'offset',
+              in: 'query',
+              description: 'rows to skip (compatibility; costs grow with the offset: prefer cursor for deep pages)',
+              schema: { type: 'integer', minimum: 0, default: 0 },
+            },
           ],
-          responses: { '200': { description: 'documents and counts by status' }, '400': error('invalid query parameter'), ...authErrors },
+          responses: {
+            '200': {
+              description:
+                '{documents, counts by status, next_cursor}: most recently updated first; next_cursor is null after the last page ' +
+                '(a document that changes while you page moves to the front and is not repeated)',
+            },
+            '400': error('invalid query parameter (an unknown cursor, cursor with offset)'),
+            ...authErrors,
+          },
         },
       },
       '/v1/documents:batch': {

@@ -136,6 +136,43 @@ export function registryContract(h: RegistryHarness): void {
     expect((await r.activeVersions([])).size).toBe(0);
   });
 
+  it('pages by keyset cursor: every document once, in list order, at any depth; a changed one moves to the front', async () => {
+    const r = await h.open();
+    const all = Array.from({ length: 23 }, (_, i) => `k${String(i).padStart(2, '0')}`);
+    for (const id of all) await r.accept(upsert(id));
+    await r.accept(upsert('other', { tenant: 't2' }));
+    for (const id of ['k03', 'k11', 'k19']) await r.markIndexed(id, 1, HASH_A, 1);
+    const walk = async (o: { tenant?: string; status?: 'indexed' | 'queued' }, limit: number) => {
+      const seen: string[] = [];
+      let after: { updated_at: string; seq: number } | undefined;
+      for (let pages = 0; pages < 100; pages++) {
+        const page = await r.list({ ...o, limit, ...(after ? { after } : {}) });
+        for (const d of page) expect(typeof d.seq).toBe('number');
+        seen.push(...page.map((d) => d.document_id));
+        if (page.length < limit) return seen;
+        const last = page[page.length - 1]!;
+        after = { updated_at: last.updated_at, seq: last.seq! };
+      }
+      throw new Error('did not end');
+    };
+    const byOffset = (await r.list({ tenant: 't1', limit: 100, offset: 0 })).map((d) => d.document_id);
+    expect(byOffset).toHaveLength(23);
+    expect(await walk({ tenant: 't1' }, 5)).toEqual(byOffset);
+    expect(await walk({ tenant: 't1' }, 23)).toEqual(byOffset); // a full last page, then an empty one
+    expect(await walk({ tenant: 't1', status: 'indexed' }, 2)).toEqual(['k19', 'k11', 'k03']);
+    expect(await walk({ tenant: 't1', status: 'queued' }, 4)).toEqual(byOffset.filter((id) => !['k03', 'k11', 'k19'].includes(id)));
+    expect(await walk({}, 7)).toEqual((await r.list({ limit: 100, offset: 0 })).map((d) => d.document_id));
+    // A document that changes between two pages moves ahead of the cursor: the rest of the walk neither repeats
+    // nor skips any other document.
+    const first = await r.list({ tenant: 't1', limit: 5 });
+    const last = first[4]!;
+    await r.markIndexed(byOffset[10]!, 1, HASH_A, 1);
+    const rest = await r.list({ tenant: 't1', limit: 100, after: { updated_at: last.updated_at, seq: last.seq! } });
+    expect(rest.map((d) => d.document_id)).toEqual(byOffset.slice(5).filter((id) => id !== byOffset[10]));
+    expect((await r.list({ tenant: 't1', limit: 1 }))[0]!.document_id).toBe(byOffset[10]);
+    await expect(r.list({ tenant: 't1', limit: 5, offset: 5, after: { updated_at: last.updated_at, seq: last.seq! } })).rejects.toMatchObject({ code: 'invalid_request' });
+  });
+
   it('records feedback only on a trace issued to the same tenant, within the retention', async () => {
     const r = await h.open();
     await r.recordQueryTrace('trace-1', 't1');
