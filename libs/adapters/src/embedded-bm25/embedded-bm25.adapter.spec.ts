@@ -52,6 +52,36 @@ describe('EmbeddedBm25KeywordIndex', () => {
     expect(partial.every((n) => n % 3 === 0)).toBe(true); // never part of a document
   });
 
+  it('a run ends as if its chunks were written one by one: a repeated id, a replaced chunk, an unchanged replay', async () => {
+    const words = ['flutter', 'wing', 'shock', 'boundary', 'layer', 'heat', 'transfer', 'nozzle', 'panel', 'cone'];
+    const random = rng(13);
+    const text = (n: number) => Array.from({ length: n }, () => words[Math.floor(random() * words.length)]).join(' ');
+    const first = Array.from({ length: 30 }, (_, d) => [0, 1].map((o) => chunk(`doc${d}`, 1, o, text(6 + ((d + o) % 9))))).flat();
+    const second = [
+      ...first.slice(0, 10), // unchanged replays
+      ...first.slice(10, 20).map((c) => ({ ...c, text: text(12) })), // replaced
+      chunk('doc99', 1, 0, text(5)),
+      chunk('doc99', 1, 0, text(7)), // the same id twice in one run: the later wins
+      ...Array.from({ length: 30 }, (_, d) => chunk(`new${d}`, 1, 0, text(4 + (d % 6)))),
+    ];
+    const batched = make({}, path.join(dir, 'runs'));
+    const single = make({}, path.join(dir, 'single'));
+    await batched.upsert(first);
+    await batched.upsert(second);
+    for (const c of [...first, ...second]) await single.upsert([c]);
+    expect(await batched.count()).toBe(await single.count());
+    const db = (s: EmbeddedBm25KeywordIndex) => new Database(s.file, { readonly: true });
+    for (const sql of ['SELECT term, df, max_tf, min_len FROM terms ORDER BY term', 'SELECT docs, total_len FROM stats']) {
+      const [a, b] = [db(batched), db(single)];
+      expect(a.prepare(sql).all()).toEqual(b.prepare(sql).all());
+      a.close();
+      b.close();
+    }
+    for (const q of ['flutter wing', 'shock boundary layer', 'heat transfer nozzle', 'panel cone wing flutter']) {
+      expect(await batched.search({ query: q, k: 10, scope })).toEqual(await single.search({ query: q, k: 10, scope }));
+    }
+  });
+
   it('returns [] for an empty index, a stop-word-only query, unknown terms and k <= 0', async () => {
     const s = make();
     expect(await search(s, 'wing')).toEqual([]);

@@ -126,7 +126,7 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     byChunkId: Database.Statement<[string], ChunkRow>;
     insertChunk: Database.Statement<[string, string, string, number, string, string, string, number, string]>;
     deleteChunk: Database.Statement<[number]>;
-    upsertTerm: Database.Statement<[string, number, number], { id: number }>;
+    upsertTerm: Database.Statement<[string, number, number, number], { id: number }>;
     insertPosting: Database.Statement<[number, number, number, number]>;
     decrementDf: Database.Statement<[number]>;
     deleteDeadTerms: Database.Statement<[number]>;
@@ -190,7 +190,7 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
         ),
         deleteChunk: this.db.prepare('DELETE FROM chunks WHERE id = ?'),
         upsertTerm: this.db.prepare(
-          'INSERT INTO terms (term, df, max_tf, min_len) VALUES (?, 1, ?, ?) ON CONFLICT (term) DO UPDATE SET df = df + 1, ' +
+          'INSERT INTO terms (term, df, max_tf, min_len) VALUES (?, ?, ?, ?) ON CONFLICT (term) DO UPDATE SET df = df + excluded.df, ' +
             'max_tf = MAX(max_tf, excluded.max_tf), min_len = MIN(min_len, excluded.min_len) RETURNING id',
         ),
         insertPosting: this.db.prepare('INSERT INTO postings (term_id, chunk, tf, len) VALUES (?, ?, ?, ?)'),
@@ -228,9 +228,7 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
         await yieldToLoop();
         this.assertOpen();
       }
-      this.db.transaction(() => {
-        for (const chunk of runs[i]!) this.upsertOne(chunk);
-      })();
+      this.db.transaction(() => this.upsertRun(runs[i]!))();
     }
   }
 
@@ -509,36 +507,70 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     this.db.pragma(`user_version = ${FORMAT_VERSION}`);
   }
 
-  private upsertOne(chunk: Chunk): void {
-    if (!chunk.chunk_id) throw new Error('EmbeddedBm25KeywordIndex: chunk without chunk_id');
-    const body = JSON.stringify(chunk);
-    const old = this.stmt.byChunkId.get(chunk.chunk_id);
-    if (old) {
-      if (old.body === body) return; // idempotent replay
-      this.removeRow(old);
+  /**
+   * One run's writes, in its transaction. The same end state as writing the chunks one by one (a later occurrence of a
+   * chunk id wins, an unchanged body is a no-op), with each term's row updated once per run instead of once per
+   * posting: the run's postings are counted first (df, max tf, min length per term) and applied in one upsert per
+   * distinct term. Measured (tmp/prof/bm25-write.js, 250-chunk runs of dev-set passages, 30k chunks): 960/1156/1469
+   * → 695/900/1054 µs per chunk at 10k/20k/30k; the postings and their (term, chunk) order are unchanged.
+   */
+  private upsertRun(chunks: Chunk[]): void {
+    const last = new Map<string, Chunk>();
+    for (const chunk of chunks) {
+      if (!chunk.chunk_id) throw new Error('EmbeddedBm25KeywordIndex: chunk without chunk_id');
+      last.delete(chunk.chunk_id); // keep the order of the last occurrences
+      last.set(chunk.chunk_id, chunk);
     }
-    const searchable = chunk.kind === 'child';
-    const tokens = searchable ? tokenize(indexedText(chunk)) : [];
-    const info = this.stmt.insertChunk.run(
-      chunk.chunk_id,
-      chunk.document_id,
-      chunk.tenant,
-      chunk.version,
-      chunk.kind,
-      JSON.stringify(chunk.acl),
-      JSON.stringify(chunk.metadata),
-      tokens.length,
-      body,
-    );
-    if (!searchable) return;
-    const id = Number(info.lastInsertRowid);
-    const tf = new Map<string, number>();
-    for (const t of tokens) tf.set(t, (tf.get(t) ?? 0) + 1);
-    for (const [term, f] of tf) {
-      const termId = this.stmt.upsertTerm.get(term, f, tokens.length)!.id;
-      this.stmt.insertPosting.run(termId, id, f, tokens.length);
+    const rows: { chunk: Chunk; body: string; tokens: string[] }[] = [];
+    for (const chunk of last.values()) {
+      const body = JSON.stringify(chunk);
+      const old = this.stmt.byChunkId.get(chunk.chunk_id);
+      if (old) {
+        if (old.body === body) continue; // idempotent replay
+        this.removeRow(old);
+      }
+      rows.push({ chunk, body, tokens: chunk.kind === 'child' ? tokenize(indexedText(chunk)) : [] });
     }
-    this.stmt.addStats.run(1, tokens.length);
+    if (rows.length === 0) return;
+    // Per chunk its term frequencies; per term of the run its df increment and bounds.
+    const tfs: Map<string, number>[] = [];
+    const terms = new Map<string, { df: number; maxTf: number; minLen: number; id: number }>();
+    for (const r of rows) {
+      const tf = new Map<string, number>();
+      if (r.chunk.kind === 'child') for (const t of r.tokens) tf.set(t, (tf.get(t) ?? 0) + 1);
+      tfs.push(tf);
+      for (const [term, f] of tf) {
+        const a = terms.get(term);
+        if (a) {
+          a.df++;
+          if (f > a.maxTf) a.maxTf = f;
+          if (r.tokens.length < a.minLen) a.minLen = r.tokens.length;
+        } else terms.set(term, { df: 1, maxTf: f, minLen: r.tokens.length, id: 0 });
+      }
+    }
+    for (const [term, a] of terms) a.id = this.stmt.upsertTerm.get(term, a.df, a.maxTf, a.minLen)!.id;
+    let docs = 0;
+    let totalLen = 0;
+    rows.forEach((r, i) => {
+      const { chunk, tokens } = r;
+      const info = this.stmt.insertChunk.run(
+        chunk.chunk_id,
+        chunk.document_id,
+        chunk.tenant,
+        chunk.version,
+        chunk.kind,
+        JSON.stringify(chunk.acl),
+        JSON.stringify(chunk.metadata),
+        tokens.length,
+        r.body,
+      );
+      if (chunk.kind !== 'child') return;
+      const id = Number(info.lastInsertRowid);
+      for (const [term, f] of tfs[i]!) this.stmt.insertPosting.run(terms.get(term)!.id, id, f, tokens.length);
+      docs++;
+      totalLen += tokens.length;
+    });
+    if (docs) this.stmt.addStats.run(docs, totalLen);
   }
 
   private removeRow(row: ChunkRow): void {
