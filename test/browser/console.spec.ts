@@ -190,6 +190,27 @@ describe('web console (Chromium)', () => {
     expect(q.body.citations.map((c) => c.document_id)).not.toContain('upload:heat.md');
   });
 
+  it('pages the document table by cursor: Next shows the following documents, Previous the same first page again', async () => {
+    const documents = Array.from({ length: 30 }, (_, i) => ({ id: `paged-${String(i).padStart(2, '0')}`, title: `Paged ${i}`, text: `Paged document ${i}.` }));
+    expect((await api(server, 'POST', '/v1/documents:batch', { documents }, auth)).status).toBe(202);
+    await go('Documents');
+    const ids = () => page.locator('tbody tr[data-document]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-document')));
+    await expect.poll(async () => (await ids()).length).toBe(25);
+    const first = await ids();
+    expect(await page.getByText('Page 1', { exact: true }).count()).toBe(1);
+    expect(await page.getByRole('button', { name: 'Previous' }).isDisabled()).toBe(true);
+    await page.getByRole('button', { name: 'Next' }).click();
+    await page.getByText('Page 2', { exact: true }).waitFor();
+    await expect.poll(async () => (await ids()).length).toBeGreaterThan(0);
+    const second = await ids();
+    expect(second.filter((id) => first.includes(id))).toEqual([]); // no row of page 1 again
+    const all = (await api<{ documents: { document_id: string }[] }>(server, 'GET', '/v1/documents?limit=1000', undefined, auth)).body.documents;
+    expect([...first, ...second].length).toBeLessThanOrEqual(all.length);
+    await page.getByRole('button', { name: 'Previous' }).click();
+    await page.getByText('Page 1', { exact: true }).waitFor();
+    await expect.poll(async () => (await ids())[0]).toBe(first[0]);
+  });
+
   it('an admin creates a key (shown once, copyable) and revokes it', async () => {
     await go('Access');
     await page.getByLabel('Name').fill('ci-reader');
