@@ -36,6 +36,12 @@ describe('DictionaryQueryTranslator', () => {
     await t.whenReady();
     expect(t.ready).toBe(true);
     expect((await t.translate('边界层的压力'))?.text).toBe('boundary layer pressure');
+    // The second translation of a question (the generator after the orchestrator) comes from the memo, equal.
+    const hits = t.memoHitCount;
+    expect(await t.translate('边界层的压力')).toEqual(await t.translate('边界层的压力'));
+    expect(t.memoHitCount).toBe(hits + 2);
+    expect((await t.translate('压力'))?.text).toBe('pressure');
+    expect(t.memoHitCount).toBe(hits + 2);
     expect(readdirSync(cacheDir)).toHaveLength(1);
     const again = new DictionaryQueryTranslator({ file: f, cacheDir });
     expect(again.cached()).toBe(true);

@@ -80,11 +80,17 @@ const nextTurn = () => new Promise<void>((r) => setImmediate(r));
  * are needed on this thread anyway), then the tables are written to the cache; with one, the load is one JSON.parse.
  * Heap: ≈ 100 MB.
  */
+/** Latest questions whose translations are kept (a translation is a few hundred bytes). */
+const TRANSLATION_MEMO_ENTRIES = 512;
+
 export class DictionaryQueryTranslator implements QueryTranslator {
   readonly id = 'cc-cedict';
   private dict?: BilingualDictionary;
   private loading?: Promise<void>;
   private readonly log = new Logger('translation');
+  /** question → its translation (undefined: none), least recently used first. */
+  private readonly memo = new Map<string, QueryTranslation | undefined>();
+  private memoHits = 0;
 
   constructor(private readonly opts: DictionaryTranslatorOptions = {}) {}
 
@@ -172,7 +178,26 @@ export class DictionaryQueryTranslator implements QueryTranslator {
       this.whenReady().catch((e: unknown) => this.log.warn('query translation unavailable', { error: String(e) }));
       return Promise.resolve(undefined);
     }
-    return Promise.resolve(translateQuery(question, this.dict, this.opts));
+    // The same question is translated twice per /v1/query in one process: by the orchestrator (retrieval) and by the
+    // generator (the gate on a refused question). A small memo of the latest questions answers the second from the
+    // first; distributed, the gateway and the generator still translate once each (passing the translation in
+    // GenerateRequest would change the gRPC contract for a sub-millisecond saving: not done).
+    const hit = this.memo.get(question);
+    if (hit !== undefined || this.memo.has(question)) {
+      this.memo.delete(question);
+      this.memo.set(question, hit); // most recent last
+      this.memoHits++;
+      return Promise.resolve(hit);
+    }
+    const out = translateQuery(question, this.dict, this.opts);
+    this.memo.set(question, out);
+    if (this.memo.size > TRANSLATION_MEMO_ENTRIES) this.memo.delete(this.memo.keys().next().value!);
+    return Promise.resolve(out);
+  }
+
+  /** Translations answered from the memo (tests, diagnostics). */
+  get memoHitCount(): number {
+    return this.memoHits;
   }
 }
 
