@@ -138,7 +138,7 @@ describe('store integrity at start-up', () => {
 
   it.each([
     ['registry.db', 'documents'],
-    ['keyword.db', 'postings'],
+    ['keyword.db', 'blocks'],
   ])('refuses to start when random bytes land in the middle of %s, naming the file', async (file, table) => {
     const dir = copyOfSeed();
     scramblePageOf(join(dir, file), table);

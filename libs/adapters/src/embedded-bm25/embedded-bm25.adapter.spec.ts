@@ -71,7 +71,11 @@ describe('EmbeddedBm25KeywordIndex', () => {
     for (const c of [...first, ...second]) await single.upsert([c]);
     expect(await batched.count()).toBe(await single.count());
     const db = (s: EmbeddedBm25KeywordIndex) => new Database(s.file, { readonly: true });
-    for (const sql of ['SELECT term, df, max_tf, min_len FROM terms ORDER BY term', 'SELECT docs, total_len FROM stats']) {
+    for (const sql of [
+      'SELECT term, df FROM terms ORDER BY term',
+      'SELECT t.term, b.block, b.max_tf, b.min_len, b.n FROM blocks b JOIN terms t ON t.id = b.term_id ORDER BY t.term, b.block',
+      'SELECT docs, total_len FROM stats',
+    ]) {
       const [a, b] = [db(batched), db(single)];
       expect(a.prepare(sql).all()).toEqual(b.prepare(sql).all());
       a.close();
@@ -341,8 +345,8 @@ describe('EmbeddedBm25KeywordIndex', () => {
     });
   }
 
-  it('prunes: frequent query terms only update the candidates of the rare ones (MaxScore), same hits as the exhaustive evaluation', async () => {
-    const s = make();
+  it('prunes: blocks whose bound cannot reach the k-th score are never read (block-max), same hits as the exhaustive evaluation', async () => {
+    const s = make({ blockBits: 6 }); // 64 chunk ids per block: 47 blocks on this corpus
     const cs = zipfCorpus(3000, 11);
     // A rare term in 20 chunks, with the most frequent words of the corpus in the same query.
     for (let i = 0; i < 20; i++) cs[i * 137] = chunk(`z${i * 137}`, 1, 0, `${cs[i * 137]!.text} needle${i % 2 ? ' needle' : ''}`);
@@ -352,14 +356,34 @@ describe('EmbeddedBm25KeywordIndex', () => {
     expect(hits).toHaveLength(5);
     expect(stats.terms).toBe(5);
     expect(stats.fullScans).toBeLessThan(stats.terms);
-    expect(stats.postingsRead).toBeLessThan(stats.postingsTotal / 4);
+    expect(stats.blocksVisited).toBeLessThan(stats.blocksTotal / 2);
+    expect(stats.postingsRead).toBeLessThan(stats.postingsTotal / 2);
     const exact = s.searchExhaustive(req);
     expect(hits.map((h) => h.chunk_id)).toEqual(exact.map((h) => h.chunk_id));
-    hits.forEach((h, i) => expect(h.score).toBeCloseTo(exact[i]!.score, 10));
+    hits.forEach((h, i) => expect(h.score).toBe(exact[i]!.score)); // same summation order: bit-identical
+  });
+
+  it('visits a shrinking share of the blocks as the index grows (the cost follows the bounds, not the postings)', async () => {
+    const s = make({ blockBits: 6 });
+    const share: number[] = [];
+    let n = 0;
+    for (const size of [1000, 4000, 16000]) {
+      const more = zipfCorpus(size - n, size).map((c, i) => ({ ...c, chunk_id: `g${n + i}#v1#0`, document_id: `g${n + i}` }));
+      // one chunk in ~500 holds two rare words together: the answer of the query
+      more.forEach((c, i) => {
+        if ((n + i) % 500 === 7) c.text = `${c.text} quartz basalt`;
+      });
+      await s.upsert(more);
+      n = size;
+      const { stats } = s.searchWithStats({ query: 'quartz basalt w0x w1x w2x', k: 10, scope });
+      share.push(stats.postingsRead / stats.postingsTotal);
+    }
+    expect(share[2]!).toBeLessThan(share[0]!);
+    expect(share[2]!).toBeLessThan(0.25);
   });
 
   it('returns exactly what the exhaustive evaluation returns (randomised: queries, k, scopes, filters, after deletes and replacements)', async () => {
-    const s = make();
+    const s = make({ blockBits: 5 });
     const cs = zipfCorpus(1500, 3, (i) => ({
       tenant: i % 10 === 0 ? 't2' : 't1',
       acl: i % 7 === 0 ? ['g1'] : ['*'],
@@ -387,7 +411,7 @@ describe('EmbeddedBm25KeywordIndex', () => {
   });
 
   it('a restrictive filter still yields k hits when pruning would have cut them (the k-th score is taken among passing chunks)', async () => {
-    const s = make();
+    const s = make({ blockBits: 5 });
     const cs = zipfCorpus(2000, 17, (i) => ({ metadata: { keep: i % 400 === 0 } }));
     await s.upsert(cs);
     const req = { query: 'w0x w1x w5x w9x', k: 5, scope, filters: { keep: true } };
@@ -397,25 +421,53 @@ describe('EmbeddedBm25KeywordIndex', () => {
     expect(hits.every((h) => Number(h.document_id.slice(1)) % 400 === 0)).toBe(true);
   });
 
-  it('migrates a format-1 file (terms without score bounds) on open: bounds rebuilt from the postings, same results', async () => {
-    const s1 = make();
+  it.each([1, 2])('migrates a format-%i file (one row per posting) on open: postings packed into blocks, same results', async (format) => {
+    const s1 = make({ blockBits: 6 });
     await s1.upsert(zipfCorpus(800, 23));
-    const req = { query: 'w0x w3x w40x w7ax', k: 10, scope };
-    const before = await s1.search(req);
+    await s1.deleteDocument('z5'); // a gap in the chunk ids
+    const reqs = ['w0x w3x w40x w7ax', 'w1x', 'w2x w9x w0x w11x w3x'].map((query) => ({ query, k: 10, scope }));
+    const before = await Promise.all(reqs.map((r) => s1.search(r)));
     await s1.close();
-    // Turn the file into what the previous release wrote.
+    // Turn the file into what the release of that format wrote: a postings table, no blocks, no chunks.terms.
     const raw = new Database(path.join(dir, 'keyword.db'));
-    const bounds = raw.prepare('SELECT id, max_tf, min_len FROM terms ORDER BY id').all();
-    raw.exec('ALTER TABLE terms DROP COLUMN max_tf; ALTER TABLE terms DROP COLUMN min_len; PRAGMA user_version = 0;');
+    raw.exec('CREATE TABLE postings (term_id INTEGER NOT NULL, chunk INTEGER NOT NULL, tf INTEGER NOT NULL, len INTEGER NOT NULL, PRIMARY KEY (term_id, chunk)) WITHOUT ROWID');
+    const ins = raw.prepare('INSERT INTO postings VALUES (?, ?, ?, ?)');
+    let postings = 0;
+    for (const b of raw.prepare('SELECT term_id, block, data FROM blocks').all() as Array<{ term_id: number; block: number; data: Buffer }>) {
+      const w = new Uint32Array(Uint8Array.from(b.data).buffer);
+      for (let j = 0; j < w.length; j += 2) {
+        ins.run(b.term_id, b.block * 64 + (w[j]! % 64), Math.floor(w[j]! / 64), w[j + 1]!);
+        postings++;
+      }
+    }
+    raw.exec('CREATE INDEX postings_chunk ON postings (chunk); DROP TABLE blocks; DROP TABLE meta; ALTER TABLE chunks DROP COLUMN terms;');
+    if (format === 2) raw.exec('ALTER TABLE terms ADD COLUMN max_tf INTEGER NOT NULL DEFAULT 0; ALTER TABLE terms ADD COLUMN min_len INTEGER NOT NULL DEFAULT 0;');
+    raw.pragma(`user_version = ${format}`);
     raw.close();
-    const s2 = make();
+    const s2 = make({ blockBits: 6 });
     const check = new Database(path.join(dir, 'keyword.db'), { readonly: true });
-    expect(check.pragma('user_version', { simple: true })).toBe(2);
-    expect(check.prepare('SELECT id, max_tf, min_len FROM terms ORDER BY id').all()).toEqual(bounds);
+    expect(check.pragma('user_version', { simple: true })).toBe(3);
+    expect(check.prepare("SELECT name FROM sqlite_master WHERE name = 'postings'").all()).toEqual([]);
+    expect((check.prepare('SELECT SUM(n) AS n FROM blocks').get() as { n: number }).n).toBe(postings);
     check.close();
-    expect(await s2.search(req)).toEqual(before);
+    expect(await Promise.all(reqs.map((r) => s2.search(r)))).toEqual(before);
+    // deletes find the migrated postings through chunks.terms; new writes go on
+    await s2.deleteDocument('z0');
+    expect((await s2.search(reqs[1]!)).some((h) => h.document_id === 'z0')).toBe(false);
     await s2.upsert([chunk('new', 1, 0, 'w0x needle')]);
     expect(await search(s2, 'needle')).toEqual(['new#v1#0']);
+  });
+
+  it('keeps the block size a file was created with', async () => {
+    const s1 = make({ blockBits: 4 });
+    await s1.upsert(zipfCorpus(100, 2));
+    const before = await s1.search({ query: 'w0x w5x', k: 5, scope });
+    await s1.close();
+    const s2 = make({ blockBits: 10 });
+    expect(await s2.search({ query: 'w0x w5x', k: 5, scope })).toEqual(before);
+    const check = new Database(path.join(dir, 'keyword.db'), { readonly: true });
+    expect((check.prepare('SELECT MAX(block) AS m FROM blocks').get() as { m: number }).m).toBe(6); // 100 ids / 16
+    check.close();
   });
 
   it('persists across close and reopen', async () => {

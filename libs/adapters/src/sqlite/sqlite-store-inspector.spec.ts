@@ -71,7 +71,7 @@ describe('SqliteStoreInspector', () => {
     const bad = r.files.find((f) => f.store === 'keyword')!;
     expect(bad.ok).toBe(false);
     expect(bad.problem).toBe(
-      `${join(dir, 'keyword.db')} does not hold the schema of the keyword index (table chunks lacks columns chunk_id, document_id, tenant, version, kind, acl, metadata, len, body; no table terms; no table postings; no table stats): restore it from a backup or move it away to start empty`,
+      `${join(dir, 'keyword.db')} does not hold the schema of the keyword index (table chunks lacks columns chunk_id, document_id, tenant, version, kind, acl, metadata, len, body; no table terms; no table stats): restore it from a backup or move it away to start empty`,
     );
   });
 

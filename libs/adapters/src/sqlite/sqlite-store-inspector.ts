@@ -39,8 +39,12 @@ export const EXPECTED_SCHEMAS: Record<StoreName, ExpectedSchema> = {
     tables: {
       chunks: ['id', 'chunk_id', 'document_id', 'tenant', 'version', 'kind', 'acl', 'metadata', 'len', 'body'],
       terms: ['id', 'term', 'df'],
-      postings: ['term_id', 'chunk', 'tf', 'len'],
       stats: ['id', 'docs', 'total_len'],
+    },
+    // Format 3 packs the postings into blocks; a format-1/2 file (one row per posting) is migrated on open.
+    optional: {
+      blocks: ['term_id', 'block', 'max_tf', 'min_len', 'n', 'data'],
+      postings: ['term_id', 'chunk', 'tf', 'len'],
     },
   },
   vectors: {
