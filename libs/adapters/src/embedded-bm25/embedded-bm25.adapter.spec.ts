@@ -363,6 +363,28 @@ describe('EmbeddedBm25KeywordIndex', () => {
     hits.forEach((h, i) => expect(h.score).toBe(exact[i]!.score)); // same summation order: bit-identical
   });
 
+  it('prunes inside a block: sub-block bounds skip the parts of a 1,024-id block where the rare terms do not meet', async () => {
+    const s = make(); // default: 1,024 chunk ids per block, 16 sub-blocks of 64
+    // Every chunk holds `common`; `alpha` sits in the even sub-blocks, `beta` in the odd ones (each alone in its chunk),
+    // and they meet only in chunks 900–904: every sub-block but that one is bounded by one of them plus `common`.
+    const cs = Array.from({ length: 1000 }, (_, i) => {
+      const words = ['common', `filler${i % 50}`, `pad${i % 7}`];
+      if (i % 128 === 5) words.push('alpha'); // chunk id i + 1: sub-block 2j
+      if (i % 128 === 70) words.push('beta'); // sub-block 2j + 1
+      if (i >= 900 && i < 905) words.push('alpha', 'beta');
+      return chunk(`s${i}`, 1, 0, words.join(' '));
+    });
+    await s.upsert(cs);
+    const req = { query: 'alpha beta common', k: 5, scope };
+    const { hits, stats } = s.searchWithStats(req);
+    expect(hits.map((h) => h.document_id).sort()).toEqual(['s900', 's901', 's902', 's903', 's904']);
+    expect(stats.blocksTotal).toBe(16); // one block, every sub-block holds `common`
+    expect(stats.blocksVisited).toBe(1); // chunks 900–904 (ids 901–905) are all in sub-block 14
+    expect(stats.postingsRead).toBeLessThan(stats.postingsTotal / 4);
+    const exact = s.searchExhaustive(req);
+    expect(hits).toEqual(exact);
+  });
+
   it('visits a shrinking share of the blocks as the index grows (the cost follows the bounds, not the postings)', async () => {
     const s = make({ blockBits: 6 });
     const share: number[] = [];
