@@ -457,7 +457,12 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     let nBlocks = 0;
     for (const dir of dirs) for (const row of dir) if (row[0] + 1 > nBlocks) nBlocks = row[0] + 1;
     const nSub = nBlocks * subCount;
-    /** termUb[i·nSub + key]: term i's bound in sub-block `key` (block·subCount + sub), 0 when absent. */
+    /**
+     * termUb[i·nSub + key]: term i's bound in sub-block `key` (block·subCount + sub), 0 when absent. Dense, so its size is
+     * terms × sub-blocks: ≈ 1.3 MB for a 10-term question at 1M chunks, but up to ≈ 90 MB for a 4,000-character query of
+     * ~700 distinct terms there (transient, per search). Known limit, not fixed yet: a sparse per-term list would bound it
+     * by the postings' blocks instead.
+     */
     const termUb = new Float64Array(nt * nSub);
     /** Decoded posting words per (term i, block) at i·nBlocks + block, fetched at most once per search. */
     const words = new Array<Uint32Array | undefined>(nt * nBlocks).fill(undefined);
