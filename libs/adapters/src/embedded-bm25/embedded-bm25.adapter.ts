@@ -211,7 +211,7 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     addStats: Database.Statement<[number, number]>;
     stats: Database.Statement<[], { docs: number; total_len: number }>;
     termDf: Database.Statement<[string], { term: string; id: number; df: number }>;
-    directory: Database.Statement<[number], [number, number, number, number, number, Buffer]>;
+    directory: Database.Statement<[number], [number, number, number, Buffer]>;
     termBlocks: Database.Statement<[number], [number, Buffer]>;
     docRows: Database.Statement<[string], ChunkRow>;
     docRowsExcept: Database.Statement<[string, number], ChunkRow>;
@@ -279,8 +279,8 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
         // The directory reads the sub-block bounds, and the postings themselves only of small blocks (no `sub`): a large
         // block's posting bytes beyond the page stay unread.
         directory: this.db
-          .prepare<[number], [number, number, number, number, number, Buffer]>(
-            'SELECT block, max_tf, min_len, n, sub IS NULL, coalesce(sub, data) FROM blocks WHERE term_id = ?',
+          .prepare<[number], [number, number, number, Buffer]>(
+            'SELECT block, max_tf, sub IS NULL, coalesce(sub, data) FROM blocks WHERE term_id = ?',
           )
           .raw(true),
         termBlocks: this.db.prepare<[number], [number, Buffer]>('SELECT block, data FROM blocks WHERE term_id = ?').raw(true),
@@ -469,7 +469,7 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     for (let i = 0; i < nt; i++) {
       const w = terms[i]!.w;
       const base = i * nSub;
-      for (const [block, maxTf, , , isData, blob] of dirs[i]!) {
+      for (const [block, maxTf, isData, blob] of dirs[i]!) {
         const at = base + block * subCount;
         if (isData) {
           // A small block: its postings came with the directory; exact per-posting bounds, and no fetch later.
@@ -495,9 +495,14 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     // Per sub-block the bound: Σ of the terms' bounds, in term order.
     const bound = new Float64Array(nSub);
     const keys: number[] = [];
+    const subsOfTerm = new Uint32Array(nt);
     for (let key = 0; key < nSub; key++) {
       let sum = 0;
-      for (let i = 0; i < nt; i++) sum += termUb[i * nSub + key]!;
+      for (let i = 0; i < nt; i++) {
+        const u = termUb[i * nSub + key]!;
+        if (u > 0) subsOfTerm[i]!++;
+        sum += u;
+      }
       if (sum > 0) {
         bound[key] = sum;
         keys.push(key);
@@ -505,11 +510,9 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     }
     stats.blocksTotal = keys.length;
     keys.sort((x, y) => bound[y]! - bound[x]! || x - y);
-    const subsOfTerm = new Uint32Array(nt);
     const visitedOfTerm = new Uint32Array(nt);
     /** Point lookups of blocks so far per term (−∞ once the whole term was read). */
     const lookups = new Float64Array(nt);
-    for (let i = 0; i < nt; i++) for (let key = i * nSub, end = key + nSub; key < end; key++) if (termUb[key]! > 0) subsOfTerm[i]!++;
 
     const filter = this.filterFor(req);
     const best: Hit[] = [];
@@ -761,7 +764,6 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     const B = this.blockSize;
     const S = this.subShift;
     const sub = new Uint16Array(2 * (B >>> S));
-    sub.fill(0);
     for (let q = 1; q < sub.length; q += 2) sub[q] = HALF_MAX;
     for (let j = 0; j < words.length; j += 2) {
       const tf = Math.min(Math.floor(words[j]! / B), HALF_MAX);
