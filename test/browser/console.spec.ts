@@ -193,6 +193,17 @@ describe('web console (Chromium)', () => {
   it('pages the document table by cursor: Next shows the following documents, Previous the same first page again', async () => {
     const documents = Array.from({ length: 30 }, (_, i) => ({ id: `paged-${String(i).padStart(2, '0')}`, title: `Paged ${i}`, text: `Paged document ${i}.` }));
     expect((await api(server, 'POST', '/v1/documents:batch', { documents }, auth)).status).toBe(202);
+    // The table is newest-update first: while these 30 move from queued to indexed their rows move up, so page 1
+    // before and after Next would differ. Let them settle first (the API is the source of truth).
+    await expect
+      .poll(
+        async () => {
+          const list = (await api<{ documents: { document_id: string; status: string }[] }>(server, 'GET', '/v1/documents?limit=1000', undefined, auth)).body.documents;
+          return list.filter((d) => d.document_id.startsWith('paged-') && d.status === 'indexed').length;
+        },
+        { timeout: 60_000 },
+      )
+      .toBe(30);
     await go('Documents');
     const ids = () => page.locator('tbody tr[data-document]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-document')));
     await expect.poll(async () => (await ids()).length).toBe(25);

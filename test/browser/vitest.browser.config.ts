@@ -16,5 +16,8 @@ export default defineConfig({
     fileParallelism: false,
     testTimeout: 120_000,
     hookTimeout: 180_000,
+    // expect.poll gives up after 1 s by default: a page's fetch on a loaded CI machine can take longer than that, and
+    // a poll that times out early reads as a product failure. Waits that need longer still say so themselves.
+    expect: { poll: { timeout: 15_000, interval: 100 } },
   },
 });
