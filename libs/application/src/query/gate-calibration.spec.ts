@@ -249,7 +249,7 @@ describe('GATE_PROBES and the out-of-domain measurement sets', () => {
     const dir = join(__dirname, '..', '..', '..', '..', 'test', 'fixtures', 'ood');
     const norm = (s: string) => s.toLowerCase().replace(/[^\p{L}\p{N}]+/gu, '');
     const probes = new Set(GATE_PROBES.map(norm));
-    for (const f of ['cranfield.jsonl', 'cmrc2018-trial.jsonl', 'cisi.jsonl', 'cacm.jsonl']) {
+    for (const f of ['cranfield.jsonl', 'cmrc2018-trial.jsonl', 'cisi.jsonl', 'cacm.jsonl', 'med.jsonl']) {
       if (!existsSync(join(dir, f))) continue;
       for (const line of readFileSync(join(dir, f), 'utf8').split('\n').filter((l) => l.trim())) {
         const q = JSON.parse(line) as { text: string };
