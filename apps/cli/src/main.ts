@@ -41,6 +41,11 @@ const program = new Command();
 program.name('rag').description('Enterprise RAG platform: ingest documents, ask questions, evaluate retrieval.').version(process.env.npm_package_version ?? '0.1.0');
 const urlOption = new Option('--url <url>', 'gateway to talk to when it is running').default(process.env.RAG_URL ?? 'http://127.0.0.1:8080');
 
+/** The CLI's commands log warnings only (their output is progress and results), unless RAG_LOG_LEVEL asks for more. */
+function quietLogs(): void {
+  if (!process.env.RAG_LOG_LEVEL?.trim()) setLogLevel('warn');
+}
+
 program
   .command('start')
   .description('run the whole platform in this process (gateway on RAG_HOST:RAG_PORT, default 127.0.0.1:8080)')
@@ -55,7 +60,7 @@ program
   .addOption(urlOption)
   .option('--no-wait', 'return once queued instead of waiting until indexed')
   .action(async (paths: string[], opts: { url: string; wait: boolean }) => {
-    setLogLevel('warn');
+    quietLogs();
     const cfg = config();
     const { docs, problems } = collectSources(paths);
     for (const p of problems.slice(0, 20)) process.stderr.write(`skipped ${p.where}: ${p.error}\n`);
@@ -96,7 +101,7 @@ program
   .option('--top-k <n>', 'sources to use', (v) => Number(v))
   .option('--json', 'print the whole JSON answer')
   .action(async (question: string, opts: { url: string; mode: QueryMode; topK?: number; json?: boolean }) => {
-    setLogLevel('warn');
+    quietLogs();
     const client = await connect(opts.url, config());
     try {
       const a = await client.ask(question, { mode: opts.mode, ...(opts.topK ? { top_k: opts.topK } : {}) });
@@ -138,7 +143,7 @@ program
   .option('--no-ood', 'skip the out-of-domain refusal measurement')
   .option('--judge', 'LLM-judged faithfulness and answer relevancy of the answers (RAGAS), by the configured RAG_LLM')
   .action(async (opts: { dataset: string; mode: EvalMode; compare?: boolean; answers: boolean; limit?: number; ood?: string | boolean; judge?: boolean }) => {
-    setLogLevel('warn');
+    quietLogs();
     readDataset(opts.dataset);
     if (opts.limit !== undefined && !(Number.isInteger(opts.limit) && opts.limit > 0)) throw new Error('--limit must be a positive integer');
     const oodFile = typeof opts.ood === 'string' ? resolve(opts.ood) : opts.ood === false ? undefined : defaultOodFile(opts.dataset);

@@ -143,6 +143,15 @@ export class GeneratorService implements GenerateCall {
       if (translated) ({ first, gateTask, evidenceQuestion } = translated);
     }
     const gate = first.gate!;
+    // Why a question was answered or refused, for an operator at RAG_LOG_LEVEL=debug (the answer carries `evidence` only).
+    this.log.debug('relevance gate', {
+      refused: gate.refuse,
+      evidence: gate.evidence,
+      threshold: gateTask.threshold,
+      calibrated: gateTask.calibration !== undefined,
+      ...(gate.signals ?? {}),
+      ...(gateTask.calibration ? { lexical_q50: gateTask.calibration.lexical.q50, lexical_q95: gateTask.calibration.lexical.q95, dense_q50: gateTask.calibration.dense?.q50, dense_q95: gateTask.calibration.dense?.q95, target: gateTask.calibration.target } : {}),
+    });
     if (sources.length === 0 || gate.refuse) return refusal(gate.evidence);
     const degraded: Degraded[] = [];
     if (this.llm) {

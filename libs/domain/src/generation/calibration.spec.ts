@@ -7,6 +7,8 @@ import {
   MIN_SPREAD,
   probeZ,
   Z_MAX,
+  Z_FLOOR,
+  DENSE_WEIGHT,
   gateScriptOf,
   idf,
   MAX_TERMS,
@@ -87,16 +89,28 @@ describe('probeZ / combinedEvidence', () => {
     expect(combinedEvidence({ lexical: 0.59, dense: 0.63 }, cal)).toBeCloseTo(0.5);
     // a strong dense match rescues weak lexical coverage (a long question), and the reverse
     expect(combinedEvidence({ lexical: 0.4, dense: 0.85 }, cal)).toBeGreaterThan(0.5);
-    // …but one signal alone cannot carry it: each counts at most Z_MAX spreads
-    expect(combinedEvidence({ lexical: 0.2, dense: 5 }, cal)).toBeCloseTo(Z_MAX / 2 / (2 * 1.3));
+    // …but one signal alone cannot carry it: with the other at the probes' median (z = 0) it counts at most Z_MAX spreads…
+    expect(combinedEvidence({ lexical: 0.2, dense: 0.61 }, cal)).toBeCloseTo((DENSE_WEIGHT * 1.1) / (2 * 1.3));
+    // …and with the other at or under the floor (no better than half the off-topic probes) the estimate stays under 0.5
     expect(combinedEvidence({ lexical: 0.2, dense: 5 }, cal)).toBeLessThan(0.5);
+    expect(combinedEvidence({ lexical: 0.2 + 0.3 * Z_FLOOR, dense: 5 }, cal)).toBeCloseTo(0.5);
+    expect(combinedEvidence({ lexical: 0.15, dense: 5 }, cal)).toBeLessThan(0.5);
+    expect(combinedEvidence({ lexical: 0.9, dense: 0.45 }, cal)).toBeLessThan(0.5);
+    expect(combinedEvidence({ lexical: 0.15, dense: 5 }, cal)).toBeCloseTo(0.5 + (probeZ(0.15, cal.lexical) - Z_FLOOR) / (2 * 1.3));
+    // a long question: loose word coverage (z 0.7) with a close embedding (z 4, counted as Z_MAX) passes
+    expect(combinedEvidence({ lexical: 0.41, dense: 0.9 }, cal)).toBeGreaterThan(0.5);
     expect(combinedEvidence({ lexical: 0.9, dense: 0.57 }, cal)).toBeGreaterThan(0.5);
+    // the dense signal weighs more: loose word coverage (z 0.1) with a close embedding (z 2.5) passes, the reverse does not
+    expect(DENSE_WEIGHT).toBeGreaterThan(0.5);
+    expect(combinedEvidence({ lexical: 0.2 + 0.3 * 0.1, dense: 0.5 + 0.1 * 2.5 }, cal)).toBeGreaterThan(0.5);
+    expect(combinedEvidence({ lexical: 0.2 + 0.3 * 2.5, dense: 0.5 + 0.1 * 0.1 }, cal)).toBeLessThan(0.5);
     // off-topic: both at the probes' level
     expect(combinedEvidence({ lexical: 0.45, dense: 0.58 }, cal)).toBeLessThan(0.5);
     // without a dense value (or scale) the lexical z alone decides
     expect(combinedEvidence({ lexical: 0.59 }, cal)).toBeCloseTo(0.5);
     expect(combinedEvidence({ lexical: 0.59, dense: 0.9 }, { lexical: cal.lexical, target: 1.3 })).toBeCloseTo(0.5);
-    expect(combinedEvidence({ lexical: 5, dense: 5 }, cal)).toBeCloseTo(Z_MAX / (2 * 1.3));
+    expect(combinedEvidence({ lexical: 5, dense: 5 }, cal)).toBe(1);
+    expect(combinedEvidence({ lexical: 0.2 + 0.3 * 1.4, dense: 0.5 + 0.1 * 1.4 }, { ...cal, target: 2 })).toBeCloseTo(1.4 / 4);
     expect(combinedEvidence({ lexical: 0, dense: 0 }, cal)).toBe(0);
   });
 });

@@ -11,6 +11,8 @@ export {
   DEFAULT_TARGET,
   MIN_SPREAD,
   Z_MAX,
+  Z_FLOOR,
+  DENSE_WEIGHT,
   calibrateScript,
   calibrationStale,
   combinedEvidence,
