@@ -1,5 +1,5 @@
 import type { Degraded, ScoredChunk } from '@rag/contracts';
-import { buildAnswerPrompt, isRefusalAnswer, languageShare, translationForEvidence, parseCitations, REFUSAL_MESSAGE, tenantOfDocumentId, type ExtractiveSource, LexicalMemo, type LexicalMemoOptions, type VerifyMode, parseStructuredStatements, renderStatements, statementsFromCitedText, STATEMENTS_JSON_SCHEMA, type AnswerStatement } from '@rag/domain';
+import { buildAnswerPrompt, isRefusalAnswer, languageShare, translationForEvidence, parseCitations, REFUSAL_MESSAGE, tenantOfDocumentId, type ExtractiveSource, LexicalMemo, type LexicalMemoOptions, type VerifyMode, type ScriptCalibration, parseStructuredStatements, renderStatements, statementsFromCitedText, STATEMENTS_JSON_SCHEMA, type AnswerStatement } from '@rag/domain';
 import { inStage, Logger, setSpanAttributes } from '@rag/platform';
 import type { ChatMessage, Grounding, GroundingOutcome, Llm, QueryTranslator } from '@rag/ports';
 import type { GateSettings } from './gate-calibration';
@@ -228,6 +228,15 @@ export class GeneratorService implements GenerateCall {
     if (!q) return undefined;
     const gateTask = await gateTaskFor(q);
     const outcome = await this.grounding.run({ mode: this.llm ? 'gate' : 'answer', question: q, sources: grounded, ...gateTask });
+    if (!outcome.timedOut && outcome.gate) {
+      const cal = (gateTask as { calibration?: ScriptCalibration }).calibration;
+      this.log.debug('relevance gate on the translation', {
+        refused: outcome.gate.refuse,
+        evidence: outcome.gate.evidence,
+        ...(outcome.gate.signals ?? {}),
+        ...(cal ? { lexical_q50: cal.lexical.q50, lexical_q95: cal.lexical.q95, dense_q50: cal.dense?.q50, dense_q95: cal.dense?.q95, target: cal.target } : {}),
+      });
+    }
     if (outcome.timedOut || !outcome.gate || outcome.gate.refuse) return undefined;
     setSpanAttributes({ 'rag.gate.translated': true });
     return { first: outcome, gateTask, evidenceQuestion: q };
