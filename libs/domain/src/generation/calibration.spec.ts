@@ -100,6 +100,8 @@ describe('probeZ / combinedEvidence', () => {
     // a long question: loose word coverage (z 0.7) with a close embedding (z 4, counted as Z_MAX) passes
     expect(combinedEvidence({ lexical: 0.41, dense: 0.9 }, cal)).toBeGreaterThan(0.5);
     expect(combinedEvidence({ lexical: 0.9, dense: 0.57 }, cal)).toBeGreaterThan(0.5);
+    // each signal counts at most Z_MAX spreads (a dense z of 10 counts as Z_MAX)
+    expect(combinedEvidence({ lexical: 0.2 + 0.3 * 1, dense: 0.5 + 0.1 * 10 }, { ...cal, target: 3 })).toBeCloseTo(((1 - DENSE_WEIGHT) * 1 + DENSE_WEIGHT * Z_MAX) / (2 * 3));
     // the dense signal weighs more: loose word coverage (z 0.1) with a close embedding (z 2.5) passes, the reverse does not
     expect(DENSE_WEIGHT).toBeGreaterThan(0.5);
     expect(combinedEvidence({ lexical: 0.2 + 0.3 * 0.1, dense: 0.5 + 0.1 * 2.5 }, cal)).toBeGreaterThan(0.5);
