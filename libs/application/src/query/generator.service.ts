@@ -42,6 +42,16 @@ export interface GeneratorOptions {
 /** Share of the sources in the question's other language from which the gate also judges the translation. */
 const GATE_TRANSLATION_MIN_SHARE = 0.5;
 
+/** A gate decision with its signals and the script's probe scales, for the debug log (replayable offline). */
+function gateLogFields(gate: NonNullable<Exclude<GroundingOutcome, { timedOut: true }>['gate']>, cal: ScriptCalibration | undefined): Record<string, unknown> {
+  return {
+    refused: gate.refuse,
+    evidence: gate.evidence,
+    ...(gate.signals ?? {}),
+    ...(cal ? { lexical_q50: cal.lexical.q50, lexical_q95: cal.lexical.q95, dense_q50: cal.dense?.q50, dense_q95: cal.dense?.q95, target: cal.target } : {}),
+  };
+}
+
 /**
  * Answers only from the numbered sources: a relevance gate first (refuse when the evidence is too weak), then the
  * LLM when one is configured (streamed, with a timeout), else — or when the LLM fails — the extractive answerer.
@@ -144,14 +154,7 @@ export class GeneratorService implements GenerateCall {
     }
     const gate = first.gate!;
     // Why a question was answered or refused, for an operator at RAG_LOG_LEVEL=debug (the answer carries `evidence` only).
-    this.log.debug('relevance gate', {
-      refused: gate.refuse,
-      evidence: gate.evidence,
-      threshold: gateTask.threshold,
-      calibrated: gateTask.calibration !== undefined,
-      ...(gate.signals ?? {}),
-      ...(gateTask.calibration ? { lexical_q50: gateTask.calibration.lexical.q50, lexical_q95: gateTask.calibration.lexical.q95, dense_q50: gateTask.calibration.dense?.q50, dense_q95: gateTask.calibration.dense?.q95, target: gateTask.calibration.target } : {}),
-    });
+    this.log.debug('relevance gate', { ...gateLogFields(gate, gateTask.calibration), threshold: gateTask.threshold, calibrated: gateTask.calibration !== undefined });
     if (sources.length === 0 || gate.refuse) return refusal(gate.evidence);
     const degraded: Degraded[] = [];
     if (this.llm) {
@@ -210,7 +213,7 @@ export class GeneratorService implements GenerateCall {
   private async gateTranslated(
     question: string,
     grounded: ExtractiveSource[],
-    gateTaskFor: (q: string) => Promise<{ threshold: number }>,
+    gateTaskFor: (q: string) => Promise<{ threshold: number; calibration?: ScriptCalibration }>,
   ): Promise<{ first: Exclude<GroundingOutcome, { timedOut: true }>; gateTask: Awaited<ReturnType<typeof gateTaskFor>>; evidenceQuestion: string } | undefined> {
     const translator = this.opts.translator;
     if (!translator) return undefined;
@@ -228,15 +231,7 @@ export class GeneratorService implements GenerateCall {
     if (!q) return undefined;
     const gateTask = await gateTaskFor(q);
     const outcome = await this.grounding.run({ mode: this.llm ? 'gate' : 'answer', question: q, sources: grounded, ...gateTask });
-    if (!outcome.timedOut && outcome.gate) {
-      const cal = (gateTask as { calibration?: ScriptCalibration }).calibration;
-      this.log.debug('relevance gate on the translation', {
-        refused: outcome.gate.refuse,
-        evidence: outcome.gate.evidence,
-        ...(outcome.gate.signals ?? {}),
-        ...(cal ? { lexical_q50: cal.lexical.q50, lexical_q95: cal.lexical.q95, dense_q50: cal.dense?.q50, dense_q95: cal.dense?.q95, target: cal.target } : {}),
-      });
-    }
+    if (!outcome.timedOut && outcome.gate) this.log.debug('relevance gate on the translation', gateLogFields(outcome.gate, gateTask.calibration));
     if (outcome.timedOut || !outcome.gate || outcome.gate.refuse) return undefined;
     setSpanAttributes({ 'rag.gate.translated': true });
     return { first: outcome, gateTask, evidenceQuestion: q };
