@@ -1,5 +1,5 @@
 import type { Degraded, ScoredChunk } from '@rag/contracts';
-import { buildAnswerPrompt, isRefusalAnswer, languageShare, translationForEvidence, parseCitations, REFUSAL_MESSAGE, tenantOfDocumentId, type ExtractiveSource, LexicalMemo, type LexicalMemoOptions, type VerifyMode, type ScriptCalibration, parseStructuredStatements, renderStatements, statementsFromCitedText, STATEMENTS_JSON_SCHEMA, type AnswerStatement } from '@rag/domain';
+import { buildAnswerPrompt, isRefusalAnswer, languageShare, translationForEvidence, parseCitations, REFUSAL_MESSAGE, tenantOfDocumentId, type ExtractiveSource, LexicalMemo, type LexicalMemoOptions, type VerifyMode, type RefusalDecision, type ScriptCalibration, parseStructuredStatements, renderStatements, statementsFromCitedText, STATEMENTS_JSON_SCHEMA, type AnswerStatement } from '@rag/domain';
 import { inStage, Logger, setSpanAttributes } from '@rag/platform';
 import type { ChatMessage, Grounding, GroundingOutcome, Llm, QueryTranslator } from '@rag/ports';
 import type { GateSettings } from './gate-calibration';
@@ -43,7 +43,7 @@ export interface GeneratorOptions {
 const GATE_TRANSLATION_MIN_SHARE = 0.5;
 
 /** A gate decision with its signals and the script's probe scales, for the debug log (replayable offline). */
-function gateLogFields(gate: NonNullable<Exclude<GroundingOutcome, { timedOut: true }>['gate']>, cal: ScriptCalibration | undefined): Record<string, unknown> {
+function gateLogFields(gate: RefusalDecision, cal: ScriptCalibration | undefined): Record<string, unknown> {
   return {
     refused: gate.refuse,
     evidence: gate.evidence,
