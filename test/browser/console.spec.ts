@@ -212,6 +212,9 @@ describe('web console (Chromium)', () => {
     expect(await page.getByRole('button', { name: 'Previous' }).isDisabled()).toBe(true);
     await page.getByRole('button', { name: 'Next' }).click();
     await page.getByText('Page 2', { exact: true }).waitFor();
+    // The label changes at once; the rows only when page 2's request has answered. Until then the table says it is
+    // busy (the rows it shows are page 1's), and a reader of it must wait for page 2's rows.
+    await page.locator('table.documents[data-page="2"][aria-busy="false"]').waitFor();
     await expect.poll(async () => (await ids()).length).toBeGreaterThan(0);
     const second = await ids();
     expect(second.filter((id) => first.includes(id))).toEqual([]); // no row of page 1 again
@@ -219,6 +222,7 @@ describe('web console (Chromium)', () => {
     expect([...first, ...second].length).toBeLessThanOrEqual(all.length);
     await page.getByRole('button', { name: 'Previous' }).click();
     await page.getByText('Page 1', { exact: true }).waitFor();
+    await page.locator('table.documents[data-page="1"][aria-busy="false"]').waitFor();
     await expect.poll(async () => (await ids())[0]).toBe(first[0]);
   });
 

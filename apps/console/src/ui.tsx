@@ -39,9 +39,14 @@ export function ErrorBanner({ error }: { error: unknown }) {
 }
 
 /** Loads `path` (and again on `reload()` or when `path` changes). */
-export function useResource<T>(path: string | null): { data: T | null; error: unknown; loading: boolean; reload: () => void } {
+/**
+ * GET `path` and keep the result; `loaded` is the path the shown `data` came from, so a page can tell that what it
+ * shows is still the previous request's (paging, a changed filter) and say so (`aria-busy`) instead of presenting
+ * stale rows under the new page's label.
+ */
+export function useResource<T>(path: string | null): { data: T | null; error: unknown; loading: boolean; loaded: string | null; reload: () => void } {
   const { api } = useApp();
-  const [state, setState] = useState<{ data: T | null; error: unknown; loading: boolean }>({ data: null, error: null, loading: !!path });
+  const [state, setState] = useState<{ data: T | null; error: unknown; loading: boolean; loaded: string | null }>({ data: null, error: null, loading: !!path, loaded: null });
   const [tick, setTick] = useState(0);
   useEffect(() => {
     if (!path) return;
@@ -49,8 +54,8 @@ export function useResource<T>(path: string | null): { data: T | null; error: un
     setState((s) => ({ ...s, loading: true }));
     api
       .request<T>('GET', path)
-      .then((data) => live && setState({ data, error: null, loading: false }))
-      .catch((error: unknown) => live && setState((s) => ({ data: s.data, error, loading: false })));
+      .then((data) => live && setState({ data, error: null, loading: false, loaded: path }))
+      .catch((error: unknown) => live && setState((s) => ({ ...s, error, loading: false })));
     return () => {
       live = false;
     };

@@ -46,7 +46,9 @@ export function DocumentsPage() {
   const [dragging, setDragging] = useState(false);
   const fileInput = useRef<HTMLInputElement>(null);
   const path = `/v1/documents?limit=${PAGE}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}${status ? `&status=${status}` : ''}`;
-  const { data, error, reload } = useResource<{ documents: DocumentRow[]; counts: Record<string, number>; next_cursor: string | null }>(path);
+  const { data, error, reload, loaded } = useResource<{ documents: DocumentRow[]; counts: Record<string, number>; next_cursor: string | null }>(path);
+  // The rows shown are another page's (or filter's) until this page's request has answered.
+  const stale = loaded !== path;
 
   // While anything is queued or processing, refresh every 1.5 s so the table follows ingestion.
   const busy = !!data?.documents.some((d) => d.status === 'queued' || d.status === 'processing') || uploads.some((u) => u.state === 'uploading');
@@ -181,7 +183,7 @@ export function DocumentsPage() {
       )}
       <ErrorBanner error={error ?? actionError} />
       <div class="table-wrap">
-        <table class="documents">
+        <table class="documents" aria-busy={stale} data-page={stale ? undefined : pageNo}>
           <thead>
             <tr>
               <th scope="col">{t('title')}</th>
