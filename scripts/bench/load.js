@@ -210,12 +210,14 @@ async function run(argv) {
       const ref = targets[0].name;
       sections.push({
         title: `side by side (ratio = target / ${ref}, same level)`,
-        head: ['conns', ...targets.slice(1).flatMap((t) => [`${t.name} x req/s`, `${t.name} x P95`])],
-        rows: opts.connections.map((n) => {
-          const base = results.find((r) => r.target === ref && r.connections === n);
-          return [n, ...targets.slice(1).flatMap((t) => {
-            const r = results.find((x) => x.target === t.name && x.connections === n);
-            return [`${(r.throughput_rps / base.throughput_rps).toFixed(2)}x`, `${(r.latency_ms.p95 / base.latency_ms.p95).toFixed(2)}x`];
+        head: ['round', 'conns', ...targets.slice(1).flatMap((t) => [`${t.name} x req/s`, `${t.name} x P95`, `${t.name} x P99`])],
+        // Round i of each target against round i of the reference (a level may repeat: --connections 10,10,10 is
+        // three interleaved rounds at 10, each its own ratio).
+        rows: opts.connections.map((n, i) => {
+          const base = results.filter((r) => r.target === ref)[i];
+          return [i + 1, n, ...targets.slice(1).flatMap((t) => {
+            const r = results.filter((x) => x.target === t.name)[i];
+            return [`${(r.throughput_rps / base.throughput_rps).toFixed(2)}x`, `${(r.latency_ms.p95 / base.latency_ms.p95).toFixed(2)}x`, `${(r.latency_ms.p99 / base.latency_ms.p99).toFixed(2)}x`];
           })];
         }),
       });
