@@ -506,6 +506,33 @@ describe('EmbeddedBm25KeywordIndex', () => {
     expect(await search(s2, 'wing')).toEqual([]);
   });
 
+  it('checks candidates against the filter in its covering index, which a file from before it gets on open', async () => {
+    const s1 = make();
+    await s1.upsert([
+      chunk('pub', 1, 0, 'wing flutter report'),
+      chunk('fin', 1, 0, 'wing flutter budget', { acl: ['group:finance'], metadata: { lang: 'en' } }),
+      chunk('zh', 1, 0, 'wing flutter 报告', { acl: ['*', 'user:x'], metadata: { lang: 'zh' } }),
+    ]);
+    const scopes: SearchScope[] = [{ tenant: 't1' }, { tenant: 't1', principals: [] }, { tenant: 't1', principals: ['group:finance'] }, { tenant: 't2' }];
+    const ask = async (s: EmbeddedBm25KeywordIndex) =>
+      Promise.all(scopes.flatMap((sc) => [search(s, 'wing flutter', 10, sc), search(s, 'wing flutter', 10, sc, { lang: 'en' }), search(s, 'wing', 10, sc, { document_id: 'fin' })]));
+    const before = await ask(s1);
+    expect(before[3]).toEqual(['pub#v1#0', 'zh#v1#0']); // no principal: public chunks, whatever their ACL's spelling
+    await s1.close();
+    // A file written before the index: dropped, then opened again.
+    const raw = new Database(path.join(dir, 'keyword.db'));
+    const plan = (sql: string) => (raw.prepare(`EXPLAIN QUERY PLAN ${sql}`).all() as Array<{ detail: string }>).map((r) => r.detail).join(' | ');
+    const probe = "SELECT c.id, c.chunk_id, c.document_id, c.version FROM chunks c INDEXED BY chunks_visibility WHERE c.id IN (SELECT value FROM json_each('[1,2]')) AND c.tenant = 't1'";
+    expect(plan(probe)).toMatch(/USING COVERING INDEX chunks_visibility/);
+    raw.exec('DROP INDEX chunks_visibility');
+    raw.close();
+    const s2 = make();
+    expect(await ask(s2)).toEqual(before);
+    const check = new Database(path.join(dir, 'keyword.db'), { readonly: true });
+    expect(check.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND name = 'chunks_visibility'").get()).toBeTruthy();
+    check.close();
+  });
+
   it('rejects use after close, and close is idempotent', async () => {
     const s = make();
     await s.close();

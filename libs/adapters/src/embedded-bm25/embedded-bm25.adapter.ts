@@ -36,6 +36,8 @@ import { documentRuns, WRITE_RUN_ITEMS, yieldToLoop } from '../sqlite/write-runs
  *   bounds for each of its 16 sub-blocks (64 chunk ids each at the default size; 16-bit pairs, NULL for a block of at
  *   most 8 postings, whose postings are read with the directory instead). WITHOUT ROWID, clustered by (term, block):
  *   a term's block directory is one range scan, one block a point lookup.
+ * - `chunks_visibility`: an index over (id, tenant, document_id, version, chunk_id, acl), so a search's filter check
+ *   reads neither the chunk rows nor their JSON (see ensureVisibilityIndex; added without a format change).
  * - `stats`: child count and total length (→ avgdl); `meta`: the block size. Statistics are global across tenants,
  *   as in a shared Lucene index.
  * Older files are migrated on open, in one transaction: format 1/2 kept one row per posting (`postings`), format 2
@@ -143,6 +145,8 @@ const SMALL_BLOCK = 8;
 const HALF_MAX = 0xffff;
 /** Blocks of one term fetched one by one in a search before the rest of the term is read in one range scan. */
 const POINT_LOOKUPS = 8;
+/** The covering index of the search's filter checks (see ensureVisibilityIndex). */
+const VISIBILITY_INDEX = 'chunks_visibility';
 /** Candidates per SQL statement when evaluating filters (json_each argument). */
 const BATCH = 4096;
 /** Postings per statement when packing a format-1/2 file's postings into blocks. */
@@ -257,6 +261,7 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
         CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
       `);
       this.migrate(wantBits);
+      this.ensureVisibilityIndex();
       const cols = 'id, kind, len, body, terms';
       this.stmt = {
         byChunkId: this.db.prepare(`SELECT ${cols} FROM chunks WHERE chunk_id = ?`),
@@ -431,11 +436,18 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     return { list, avgdl };
   }
 
-  /** The rows of `ids` (chunk rowids) that pass the request's tenant/ACL/metadata filter, in SQL. */
+  /**
+   * The rows of `ids` (chunk rowids) that pass the request's tenant/ACL/metadata filter, in SQL. Without metadata
+   * filters every column the check and the hit need is in the `chunks_visibility` index (see ensureVisibilityIndex),
+   * so the lookups read that compact index instead of the chunk rows (each holds the chunk's whole JSON, so every
+   * candidate would be a page of its own); a metadata filter needs the row anyway, and reads it directly.
+   */
   private filterFor(req: KeywordSearchRequest): (ids: number[]) => Array<{ id: number; chunk_id: string; document_id: string; version: number }> {
     const where = scopeAndFiltersSql('c', req.scope, req.filters);
+    const covered = Object.keys(req.filters ?? {}).every((key) => key === 'document_id');
     const stmt = this.cached(
-      `SELECT c.id, c.chunk_id, c.document_id, c.version FROM chunks c WHERE c.id IN (SELECT value FROM json_each(@ids)) AND ${where.sql}`,
+      `SELECT c.id, c.chunk_id, c.document_id, c.version FROM chunks c${covered ? ` INDEXED BY ${VISIBILITY_INDEX}` : ''} ` +
+        `WHERE c.id IN (SELECT value FROM json_each(@ids)) AND ${where.sql}`,
     );
     return (ids) => stmt.all({ ...where.params, ids: JSON.stringify(ids) }) as Array<{ id: number; chunk_id: string; document_id: string; version: number }>;
   }
@@ -642,6 +654,21 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
       this.searchCache.set(sql, stmt);
     }
     return stmt;
+  }
+
+  /**
+   * `chunks_visibility`: (id, tenant, document_id, version, chunk_id, acl) — what a search's filter check and its hits
+   * read of a candidate (filterFor). Additive: no format change, older code ignores it. A file from before it gets it
+   * on open, built in one pass over the chunk rows (logged when that takes a while).
+   */
+  private ensureVisibilityIndex(): void {
+    const exists = this.db.prepare<[string], { n: number }>("SELECT count(*) AS n FROM sqlite_master WHERE type = 'index' AND name = ?").get(VISIBILITY_INDEX)!.n > 0;
+    if (exists) return;
+    const started = Date.now();
+    // IF NOT EXISTS: a query worker may open the same file at the same moment (both connections run this).
+    this.db.exec(`CREATE INDEX IF NOT EXISTS ${VISIBILITY_INDEX} ON chunks (id, tenant, document_id, version, chunk_id, acl)`);
+    const ms = Date.now() - started;
+    if (ms > 1000) this.log.info(`built the search-filter index of ${this.file} in ${ms} ms`);
   }
 
   private setBlockBits(bits: number): void {

@@ -107,9 +107,12 @@ export function scopeAndFiltersSql(alias: string, scope: SearchScope, filters?: 
   const p = new ParamBag();
   const parts: string[] = [`${alias}.tenant = ${p.add(scope.tenant)}`];
   if (scope.principals !== undefined) {
+    // A public chunk's ACL is stored as exactly `["*"]` (JSON.stringify of the contract's array): that string
+    // equality decides it without opening json_each over the ACL, the common case; any other spelling still goes
+    // through the EXISTS, so the result is the same either way.
     parts.push(
-      `EXISTS (SELECT 1 FROM json_each(${alias}.acl) a WHERE a.value = ${p.add(PUBLIC_ACL)} ` +
-        `OR a.value IN (SELECT value FROM json_each(${p.add(JSON.stringify(scope.principals))})))`,
+      `(${alias}.acl = ${p.add(JSON.stringify([PUBLIC_ACL]))} OR EXISTS (SELECT 1 FROM json_each(${alias}.acl) a WHERE a.value = ${p.add(PUBLIC_ACL)} ` +
+        `OR a.value IN (SELECT value FROM json_each(${p.add(JSON.stringify(scope.principals))}))))`,
     );
   }
   for (const [key, cond] of Object.entries(filters ?? {})) parts.push(condition(alias, key, cond, p));
