@@ -275,9 +275,10 @@ export function DocumentPage({ id }: { id: string }) {
   const { t, lang } = useApp();
   const { data, error } = useResource<DocumentRow>(`/v1/documents/${encodeURIComponent(id)}`);
   const [chunkOffset, setChunkOffset] = useState(0);
-  const chunks = useResource<{ active_version: number | null; total: number; chunks: ChunkRow[] }>(
-    `/v1/documents/${encodeURIComponent(id)}/chunks?limit=${CHUNK_PAGE}&offset=${chunkOffset}`,
-  );
+  const chunksPath = `/v1/documents/${encodeURIComponent(id)}/chunks?limit=${CHUNK_PAGE}&offset=${chunkOffset}`;
+  const chunks = useResource<{ active_version: number | null; total: number; chunks: ChunkRow[] }>(chunksPath);
+  // As in the documents table: busy while the rows shown are another page's.
+  const chunksStale = chunks.loaded !== chunksPath;
   return (
     <section aria-labelledby="doc-h">
       <p>
@@ -324,7 +325,7 @@ export function DocumentPage({ id }: { id: string }) {
       <h2>{t('chunk_list', { version: chunks.data?.active_version ?? '—', total: chunks.data?.total ?? 0 })}</h2>
       <ErrorBanner error={chunks.error} />
       <div class="table-wrap">
-        <table class="chunks">
+        <table class="chunks" aria-busy={chunksStale} data-page={chunksStale ? undefined : chunkOffset / CHUNK_PAGE + 1}>
           <thead>
             <tr>
               <th scope="col">#</th>
