@@ -36,10 +36,10 @@ for (const arg of process.argv.slice(2)) {
     f = r.numFailedTests;
     skipped += (r.numPendingTests ?? 0) + (r.numTodoTests ?? 0);
     f += (r.testResults ?? []).filter((s) => s.status === 'failed' && s.assertionResults.every((a) => a.status !== 'failed')).length;
+    failures.push(...failedTests(r));
   }
   if (rc !== 0 && f === 0) f = 1;
   console.log(`  ${file}: ${p} passed, ${f} failed`);
-  if (existsSync(file)) failures.push(...failedTests(JSON.parse(readFileSync(file, 'utf8'))));
   passed += p;
   failed += f;
   if (rc !== 0 || f > 0) anyFailed = true;

@@ -38,13 +38,12 @@ export function ErrorBanner({ error }: { error: unknown }) {
   );
 }
 
-/** Loads `path` (and again on `reload()` or when `path` changes). */
 /**
- * GET `path` and keep the result; `loaded` is the path the shown `data` came from, so a page can tell that what it
- * shows is still the previous request's (paging, a changed filter) and say so (`aria-busy`) instead of presenting
- * stale rows under the new page's label.
+ * Loads `path` (and again on `reload()` or when `path` changes). `stale`: the `data` shown came from another path (the
+ * previous page or filter) and this one has not answered yet, so a page can say so (`aria-busy`) instead of presenting
+ * the old rows under the new page's label.
  */
-export function useResource<T>(path: string | null): { data: T | null; error: unknown; loading: boolean; loaded: string | null; reload: () => void } {
+export function useResource<T>(path: string | null): { data: T | null; error: unknown; loading: boolean; stale: boolean; reload: () => void } {
   const { api } = useApp();
   const [state, setState] = useState<{ data: T | null; error: unknown; loading: boolean; loaded: string | null }>({ data: null, error: null, loading: !!path, loaded: null });
   const [tick, setTick] = useState(0);
@@ -61,7 +60,8 @@ export function useResource<T>(path: string | null): { data: T | null; error: un
     };
   }, [api, path, tick]);
   const reload = useCallback(() => setTick((n) => n + 1), []);
-  return { ...state, reload };
+  const { loaded, ...shown } = state;
+  return { ...shown, stale: loaded !== path, reload };
 }
 
 export const fmtTime = (iso: string | null | undefined, lang: Lang) => (iso ? new Date(iso).toLocaleString(lang === 'zh' ? 'zh-CN' : 'en-GB') : '—');

@@ -46,9 +46,8 @@ export function DocumentsPage() {
   const [dragging, setDragging] = useState(false);
   const fileInput = useRef<HTMLInputElement>(null);
   const path = `/v1/documents?limit=${PAGE}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}${status ? `&status=${status}` : ''}`;
-  const { data, error, reload, loaded } = useResource<{ documents: DocumentRow[]; counts: Record<string, number>; next_cursor: string | null }>(path);
-  // The rows shown are another page's (or filter's) until this page's request has answered.
-  const stale = loaded !== path;
+  // `stale`: the rows shown are another page's (or filter's) until this page's request has answered.
+  const { data, error, reload, stale } = useResource<{ documents: DocumentRow[]; counts: Record<string, number>; next_cursor: string | null }>(path);
 
   // While anything is queued or processing, refresh every 1.5 s so the table follows ingestion.
   const busy = !!data?.documents.some((d) => d.status === 'queued' || d.status === 'processing') || uploads.some((u) => u.state === 'uploading');
@@ -275,10 +274,9 @@ export function DocumentPage({ id }: { id: string }) {
   const { t, lang } = useApp();
   const { data, error } = useResource<DocumentRow>(`/v1/documents/${encodeURIComponent(id)}`);
   const [chunkOffset, setChunkOffset] = useState(0);
-  const chunksPath = `/v1/documents/${encodeURIComponent(id)}/chunks?limit=${CHUNK_PAGE}&offset=${chunkOffset}`;
-  const chunks = useResource<{ active_version: number | null; total: number; chunks: ChunkRow[] }>(chunksPath);
-  // As in the documents table: busy while the rows shown are another page's.
-  const chunksStale = chunks.loaded !== chunksPath;
+  const chunks = useResource<{ active_version: number | null; total: number; chunks: ChunkRow[] }>(
+    `/v1/documents/${encodeURIComponent(id)}/chunks?limit=${CHUNK_PAGE}&offset=${chunkOffset}`,
+  );
   return (
     <section aria-labelledby="doc-h">
       <p>
@@ -325,7 +323,7 @@ export function DocumentPage({ id }: { id: string }) {
       <h2>{t('chunk_list', { version: chunks.data?.active_version ?? '—', total: chunks.data?.total ?? 0 })}</h2>
       <ErrorBanner error={chunks.error} />
       <div class="table-wrap">
-        <table class="chunks" aria-busy={chunksStale} data-page={chunksStale ? undefined : chunkOffset / CHUNK_PAGE + 1}>
+        <table class="chunks" aria-busy={chunks.stale} data-page={chunks.stale ? undefined : chunkOffset / CHUNK_PAGE + 1}>
           <thead>
             <tr>
               <th scope="col">#</th>

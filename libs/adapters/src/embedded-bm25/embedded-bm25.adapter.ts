@@ -662,8 +662,6 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
    * on open, built in one pass over the chunk rows (logged when that takes a while).
    */
   private ensureVisibilityIndex(): void {
-    const exists = this.db.prepare<[string], { n: number }>("SELECT count(*) AS n FROM sqlite_master WHERE type = 'index' AND name = ?").get(VISIBILITY_INDEX)!.n > 0;
-    if (exists) return;
     const started = Date.now();
     // IF NOT EXISTS: a query worker may open the same file at the same moment (both connections run this).
     this.db.exec(`CREATE INDEX IF NOT EXISTS ${VISIBILITY_INDEX} ON chunks (id, tenant, document_id, version, chunk_id, acl)`);
