@@ -61,6 +61,18 @@ describe('cross-lingual retrieval by query translation', () => {
     expect(off.refused).toBe(true);
   });
 
+  it("narrows the translation's word senses to those its first hits use, and searches the narrowed one", async () => {
+    // 发酵 is "ferment; bubble away; simmer" in the dictionary: the documents say "fermented" only.
+    const question = '茶叶怎样发酵？';
+    const { searched, top } = await withCorpus(english, true, async (p) => {
+      const spy = vi.spyOn(p.retriever, 'retrieve');
+      const r = await p.query.retrieve({ question }, { tenant: 'default' });
+      return { searched: spy.mock.calls.map(([req]) => req.query), top: r.results[0]?.document_id };
+    });
+    expect(searched).toEqual([question.normalize('NFKC'), 'tea tea leaves ferment bubble away simmer', 'tea tea leaves ferment']);
+    expect(top).toBe('tea');
+  });
+
   it('leaves a question whose results are in its own language untranslated (same ranking as off)', async () => {
     const question = 'Which trains run at three hundred kilometres per hour?';
     const on = await withCorpus(english, true, (p) => p.query.retrieve({ question }, { tenant: 'default' }));

@@ -58,6 +58,7 @@ export async function createPipeline(opts: { vectors?: (v: VectorStore) => Vecto
     vectors,
     keywords,
     documents,
+    retriever,
     query,
     async close() {
       await bus.close();

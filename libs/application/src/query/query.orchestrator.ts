@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Citation, Degraded, Filters, QueryAnswer, QueryMode, RetrievalResult, RetrieveAnswer, ScoredChunk, SearchMode, SearchScope } from '@rag/contracts';
-import { externalChunkId, externalDocumentId, internalDocumentIdFilters, keywordQuery, languageShare, normalizeQuery, scriptLanguage, reciprocalRankFusion, routeQuestion, validateFilterKeys } from '@rag/domain';
+import { externalChunkId, externalDocumentId, internalDocumentIdFilters, keywordQuery, languageShare, normalizeQuery, refineTranslation, scriptLanguage, type QueryTranslation, reciprocalRankFusion, routeQuestion, validateFilterKeys } from '@rag/domain';
 import { activeTraceId, AppError, inStage, Logger, setSpanAttributes, withDeadline } from '@rag/platform';
 import type { Llm, QueryTranslator } from '@rag/ports';
 import { AgentLoop } from './agent';
@@ -175,6 +175,7 @@ export class QueryOrchestrator {
    * index — is not translated at all, so monolingual ranking is unchanged (issue 15 item 4 asked for ≤ 2 % loss;
    * always-on translation with equal RRF weights would interleave the translation's hits into every answer).
    * Deviation from "always add the translated variant": the share decides, measured in the README (Cross-lingual).
+   * The translation is searched twice when its first hits narrow its word senses (refineTranslation, below).
    * A translator that is not ready (dictionary loading) or fails leaves the question untranslated.
    */
   private async translatedRun(
@@ -201,18 +202,30 @@ export class QueryOrchestrator {
     }
     if (!translation || translation.target === own) return undefined;
     setSpanAttributes({ 'rag.translation.target': translation.target, 'rag.translation.share': share });
-    let vector: Float32Array | undefined;
-    if (mode !== 'keyword') {
-      try {
-        vector = await withDeadline('query embedding', this.opts.deadlineMs, (signal) => this.embedder.embedQuery(translation.text, signal));
-      } catch (e) {
-        this.log.warn('query embedding of the translation failed; its dense search skipped', { error: String(e), trace_id: traceId });
-        degraded.add('dense');
+    const search = async (t: QueryTranslation): Promise<RetrievalResult> => {
+      let vector: Float32Array | undefined;
+      if (mode !== 'keyword') {
+        try {
+          vector = await withDeadline('query embedding', this.opts.deadlineMs, (signal) => this.embedder.embedQuery(t.text, signal));
+        } catch (e) {
+          this.log.warn('query embedding of the translation failed; its dense search skipped', { error: String(e), trace_id: traceId });
+          degraded.add('dense');
+        }
       }
+      return withDeadline('retrieval', this.opts.deadlineMs, (signal) =>
+        this.retriever.retrieve({ query: t.text, vector, top_k: k, candidates: this.opts.candidates, filters, mode, scope }, signal),
+      );
+    };
+    let run = await search(translation);
+    // The dictionary lists a word's senses in no order of use: the translation's first hits tell which of them this
+    // corpus writes (refineTranslation), and the narrowed translation is searched instead (measured in the README,
+    // Cross-lingual: cranfield-zh nDCG@10 0.280 → 0.311, cmrc2018-trial-en 0.571 → 0.610; fusing both runs instead
+    // gained less, a second round little).
+    const refined = refineTranslation(translation, run.results.slice(0, REFINE_FROM_TOP).map((c) => c.parent_text ?? c.text));
+    if (refined) {
+      setSpanAttributes({ 'rag.translation.refined': true });
+      run = await search(refined);
     }
-    const run = await withDeadline('retrieval', this.opts.deadlineMs, (signal) =>
-      this.retriever.retrieve({ query: translation.text, vector, top_k: k, candidates: this.opts.candidates, filters, mode, scope }, signal),
-    );
     return { run, share };
   }
 
@@ -338,6 +351,8 @@ function externalIds(tenant: string, c: { document_id: string; chunk_id: string 
  * QueryOrchestrator.translatedRun): more than a quarter of what it found is in the language it was not asked in.
  */
 export const TRANSLATE_MIN_SHARE = 0.25;
+/** The translation's hits whose text narrows its word senses (refineTranslation): the first page a user would read. */
+const REFINE_FROM_TOP = 5;
 
 /** Fuses the results of several query variants with (weighted) RRF over chunk ids (the original query's run first). */
 function fuseRuns(runs: RetrievalResult[], rrfK: number, limit: number, weights?: readonly number[]): RetrievalResult {

@@ -179,25 +179,48 @@ export function languageShare(texts: readonly string[], lang: Language): number 
 }
 
 /**
+ * The translation with each word's translations narrowed to those `texts` (what the translation retrieved) use:
+ * per source word, its alternatives found in the texts (at most as many as it had), else its translations as they
+ * were. A dictionary lists a word's senses in no order of use (period: 周期 "cycle", 时期 "era"); the documents the
+ * first translation found tell which one this corpus writes. Undefined when nothing changes.
+ */
+export function refineTranslation(t: QueryTranslation, texts: readonly string[]): QueryTranslation | undefined {
+  const contains = containsIn(t.target, texts);
+  let changed = false;
+  const terms = t.terms.map((term) => {
+    const found = (term.alternatives ?? term.target).filter(contains);
+    if (found.length === 0) return term;
+    const target = found.slice(0, Math.max(1, term.target.length));
+    if (target.join('\u0000') !== term.target.join('\u0000')) changed = true;
+    return { ...term, target };
+  });
+  if (!changed) return undefined;
+  const words: string[] = [];
+  for (const term of terms) for (const g of term.target) if (!words.includes(g)) words.push(g);
+  return { target: t.target, text: words.join(' '), terms };
+}
+
+/** Whether an alternative (a translation) occurs in `texts`: as a substring in Chinese, as whole stemless words in English. */
+function containsIn(target: Language, texts: readonly string[]): (alt: string) => boolean {
+  if (target === 'zh') {
+    const joined = texts.join('\n').toLowerCase();
+    return (alt: string) => joined.includes(alt);
+  }
+  const words = new Set(texts.flatMap((x) => englishKey(x).split(' ')));
+  return (alt: string) => {
+    const key = englishKey(alt);
+    return key !== '' && key.split(' ').every((w) => words.has(w));
+  };
+}
+
+/**
  * The translation as the relevance gate reads it against `texts` (the retrieved sources): for each source term, the
  * first of its alternatives that a text contains, else its first alternative. The alternatives are one word's
  * translations, so one of them found counts as the word covered; all of them in the gate's question would count the
  * others as missing words, and a correct cross-lingual hit would read as weak evidence.
  */
 export function translationForEvidence(t: QueryTranslation, texts: readonly string[]): string {
-  const contains =
-    t.target === 'zh'
-      ? (() => {
-          const joined = texts.join('\n').toLowerCase();
-          return (alt: string) => joined.includes(alt);
-        })()
-      : (() => {
-          const words = new Set(texts.flatMap((x) => englishKey(x).split(' ')));
-          return (alt: string) => {
-            const key = englishKey(alt);
-            return key !== '' && key.split(' ').every((w) => words.has(w));
-          };
-        })();
+  const contains = containsIn(t.target, texts);
   const out: string[] = [];
   for (const term of t.terms) {
     const found = (term.alternatives ?? term.target).find(contains);

@@ -1,5 +1,5 @@
 import { BilingualDictionary, buildDictionary, cleanSense, cleanSenses, englishKey, isSingleCharProperNoun, parseCedict } from './dictionary';
-import { languageShare, scriptLanguage, segmentChinese, segmentHan, translateEnToZh, translateQuery, translateZhToEn, translationForEvidence } from './translate';
+import { languageShare, scriptLanguage, segmentChinese, segmentHan, translateEnToZh, translateQuery, translateZhToEn, translationForEvidence, refineTranslation } from './translate';
 
 // A few lines of CC-CEDICT's text format (cedict_ts.u8), as MDBG publishes it (CC BY-SA 4.0): enough for each rule.
 const CEDICT = `# CC-CEDICT
@@ -154,6 +154,24 @@ describe('script helpers', () => {
     expect(scriptLanguage('the boundary layer 边界层')).toBe('zh');
     expect(languageShare(['边界层', 'boundary layer', 'shock wave', '激波'], 'en')).toBe(0.5);
     expect(languageShare([], 'zh')).toBe(0);
+  });
+});
+
+describe('refineTranslation', () => {
+  it("narrows each word's translations to those the retrieved texts use, keeping words no text has", () => {
+    const t = translateZhToEn('研究边界层', dict)!;
+    expect(t.terms[0]!.target).toEqual(['research', 'study', 'look into']);
+    const r = refineTranslation(t, ['A study of the laminar boundary layer.', 'Boundary layer growth.'])!;
+    expect(r.terms.map((x) => x.target)).toEqual([['study'], ['boundary layer']]);
+    expect(r.text).toBe('study boundary layer');
+    // a word none of the texts has keeps its translations; nothing narrowed: undefined
+    expect(refineTranslation(t, ['Research on the boundary layer: a study.'])!.text).toBe('research study boundary layer');
+    expect(refineTranslation(t, ['Nothing related here.'])).toBeUndefined();
+  });
+  it('takes a Chinese alternative beyond the first ones when the texts write it, at most as many as the word had', () => {
+    const t = { target: 'zh' as const, text: '典范', terms: [{ source: 'model', target: ['典范'], alternatives: ['典范', '模型', '模式'] }] };
+    expect(refineTranslation(t, ['风洞中的模型试验与模式'])!.text).toBe('模型');
+    expect(refineTranslation(t, ['典范'])).toBeUndefined();
   });
 });
 
