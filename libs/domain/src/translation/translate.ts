@@ -8,12 +8,17 @@ const HAN_RUN = /[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+/gu;
 /**
  * Question words and fillers of Chinese questions: they say what is asked, not what about, so they are not
  * translated (their glosses — "what", "whether", "can", "research" — would match every English document).
+ * The last line (2026-12-05): function words whose first gloss is noise — the time clause 时 ("o'clock"), directional
+ * complements 起来/下来/出来 ("stand up"), the classifier 种 ("seed"), 一 ("one"), the nominal suffix 性 ("nature") and
+ * the segmentation artefact 中的 ("hit the target"). Found by reading the translations of cranfield-zh questions and
+ * chosen by word class, not per question; there is no second Chinese→English set here to check them on (README).
  */
 const CHINESE_QUESTION_WORDS = new Set(
   (
     '什么 哪些 哪个 哪种 哪里 哪儿 多少 几 谁 怎么 怎样 怎么样 如何 为什么 为何 是否 能否 能不能 可否 有没有 是不是 ' +
     '有 有哪些 可以 能 能够 会 应该 必须 需要 关于 对于 一些 已经 得到 进行 什么样 所 之间 以及 并 等 这种 这个 那个 其 ' +
-    '呢 吗 吧 的 地 得 了 着 过 被 把 给 对 从 向 在 由 与 和 及 或 或者 还是 又 也 都 就 才 而 但 却 即 且 则 '
+    '呢 吗 吧 的 地 得 了 着 过 被 把 给 对 从 向 在 由 与 和 及 或 或者 还是 又 也 都 就 才 而 但 却 即 且 则 ' +
+    '时 时候 起来 下来 出来 中的 得了 一 一种 种 些 既 所得 性 '
   ).split(/\s+/).filter(Boolean),
 );
 

@@ -24,6 +24,8 @@ const CEDICT = `# CC-CEDICT
 模型飛機 模型飞机 [mo2 xing2 fei1 ji1] /model airplane/
 是 是 [shi4] /variant of 是[shi4]/
 牛頓 牛顿 [Niu2 dun4] /Newton (name)/newton (SI unit of force)/
+時 时 [shi2] /o'clock; time; when/
+起來 起来 [qi3 lai5] /to stand up; to get up/
 `;
 
 const dict = BilingualDictionary.of(parseCedict(CEDICT));
@@ -31,7 +33,7 @@ const dict = BilingualDictionary.of(parseCedict(CEDICT));
 describe('parseCedict', () => {
   it('reads headwords, reading and senses, and skips comments and malformed lines', () => {
     const entries = parseCedict(`${CEDICT}not a dictionary line\n`);
-    expect(entries).toHaveLength(20);
+    expect(entries).toHaveLength(22);
     expect(entries[0]).toEqual({ traditional: '邊界層', simplified: '边界层', pinyin: 'bian1 jie4 ceng2', senses: ['boundary layer'] });
   });
 });
@@ -113,6 +115,9 @@ describe('translateZhToEn', () => {
     expect(t.target).toBe('en');
     expect(t.terms.map((x) => x.source)).toEqual(['研究', '边界层', '传热']);
     expect(t.text).toBe('research study look into boundary layer heat transfer');
+  });
+  it('drops function words whose glosses would be noise: a time clause, a directional complement', () => {
+    expect(translateZhToEn('研究边界层时压力联系起来', dict)?.terms.map((x) => x.source)).toEqual(['研究', '边界层', '压力']);
   });
   it('keeps one sense of a single character', () => {
     expect(translateZhToEn('压', dict)?.text).toBe('press');
