@@ -27,8 +27,11 @@ export function isSingleCharProperNoun(e: DictionaryEntry): boolean {
   return [...e.simplified].length === 1 && e.pinyin !== undefined && /^[A-Z]/.test(e.pinyin);
 }
 
-/** Senses that only point elsewhere or describe grammar: they translate nothing. */
-const POINTER = /^(?:(?:old |archaic |euphemistic |erroneous |japanese |internet slang |ancient )?variant of|see |see also|used in|surname |cl:|classifier for|abbr\. (?:for|of|to)|(?:also )?(?:written|pr\.)|(?:taiwan|tw) pr\.|[a-z ]*particle\b|interjection|onom\.|radical )/i;
+/**
+ * Senses that only point elsewhere or describe grammar, and proper-noun senses ("name of a river": the npm package's
+ * data writes some of those readings in lower case, so isSingleCharProperNoun cannot see them): they translate nothing.
+ */
+const POINTER = /^(?:(?:old |archaic |euphemistic |erroneous |japanese |internet slang |ancient )?variant of|see |see also|used in|surname |cl:|classifier for|abbr\. (?:for|of|to)|(?:also )?(?:written|pr\.)|(?:taiwan|tw) pr\.|[a-z ]*particle\b|interjection|onom\.|radical |name of )/i;
 
 /**
  * One CC-CEDICT sense to the plain English words a document would use, or nothing when it translates nothing:
@@ -81,7 +84,7 @@ export function englishKey(text: string): string {
 }
 
 /** Bumped whenever cleaning or ranking changes, so a cached snapshot of an older derivation is rebuilt. */
-export const DICTIONARY_SNAPSHOT_VERSION = 4;
+export const DICTIONARY_SNAPSHOT_VERSION = 5;
 
 export interface DictionarySnapshot {
   version: number;

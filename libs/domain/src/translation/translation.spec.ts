@@ -48,6 +48,7 @@ describe('cleanSense', () => {
   it('drops pointers, classifiers, surnames and definitions', () => {
     expect(cleanSense('variant of 是[shi4]')).toBeUndefined();
     expect(cleanSense('CL:個|个[ge4]')).toBeUndefined();
+    expect(cleanSense('name of a river')).toBeUndefined();
     expect(cleanSense('surname Bo')).toBeUndefined();
     expect(cleanSense('the emergency number for law enforcement in Mainland China')).toBeUndefined();
   });
