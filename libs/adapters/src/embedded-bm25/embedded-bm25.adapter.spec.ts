@@ -480,6 +480,17 @@ describe('EmbeddedBm25KeywordIndex', () => {
     expect(await search(s2, 'needle')).toEqual(['new#v1#0']);
   });
 
+  it('reads the file through a memory map by default (2 GiB; 0 turns it off), with the same results, and rejects a bad size', async () => {
+    const s = make();
+    await s.upsert(zipfCorpus(300, 7));
+    const mmapOf = (x: EmbeddedBm25KeywordIndex) => (x as unknown as { db: { pragma(p: string, o: { simple: true }): unknown } }).db.pragma('mmap_size', { simple: true });
+    expect(mmapOf(s)).toBeGreaterThan(2 ** 30); // SQLite clamps 2 GiB to its maximum (0x7fff0000 in this build)
+    const off = make({ mmapBytes: 0 });
+    expect(mmapOf(off)).toBe(0);
+    for (const q of ['w0x w1x', 'w5x w9x w2x', 'w3x']) expect(await search(off, q)).toEqual(await search(s, q));
+    expect(() => make({ mmapBytes: -1 })).toThrow(/mmapBytes must be a non-negative integer/);
+  });
+
   it('keeps the block size a file was created with', async () => {
     const s1 = make({ blockBits: 4 });
     await s1.upsert(zipfCorpus(100, 2));

@@ -91,6 +91,14 @@ export interface EmbeddedBm25KeywordIndexOptions {
    * Smaller blocks give tighter bounds but longer directories (tests use small blocks on small corpora).
    */
   blockBits?: number;
+  /**
+   * Bytes of the file SQLite reads through a memory map instead of read() calls (default 2 GiB; 0: off). A search
+   * walks thousands of directory rows in pages the OS already caches: mapped, each page is a pointer instead of a
+   * system call and a copy into SQLite's own small page cache (measured in scripts/bench/README.md, keyword-scale).
+   * The mapped pages are the OS page cache itself (shared, clean, reclaimable), which a process's RSS counts once
+   * touched. SQLite clamps the size to its compile-time maximum.
+   */
+  mmapBytes?: number;
   logger?: Logger;
 }
 
@@ -136,6 +144,7 @@ const DB_FILE = 'keyword.db';
 /** File format: 1 = postings rows, no bounds; 2 = postings rows + per-term bounds; 3 = packed posting blocks. */
 const FORMAT_VERSION = 3;
 const DEFAULT_BLOCK_BITS = 10;
+const DEFAULT_MMAP_BYTES = 2 ** 31;
 /** Slack on upper bounds so float rounding in the sums can never prune a chunk that belongs in the top k. */
 const BOUND_SLACK = 1 + 1e-9;
 /** log2 of the sub-blocks per block that carry their own bounds (16). */
@@ -234,12 +243,15 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     if (!(this.k1 >= 0) || !(this.b >= 0 && this.b <= 1)) throw new Error(`EmbeddedBm25KeywordIndex: need k1 >= 0 and 0 <= b <= 1 (got ${this.k1}, ${this.b})`);
     const wantBits = opts.blockBits ?? DEFAULT_BLOCK_BITS;
     if (!Number.isInteger(wantBits) || wantBits < 0 || wantBits > 16) throw new Error(`EmbeddedBm25KeywordIndex: blockBits must be an integer in 0..16 (got ${wantBits})`);
+    const mmap = opts.mmapBytes ?? DEFAULT_MMAP_BYTES;
+    if (!Number.isSafeInteger(mmap) || mmap < 0) throw new Error(`EmbeddedBm25KeywordIndex: mmapBytes must be a non-negative integer (got ${mmap})`);
     if (os.endianness() !== 'LE') throw new Error('EmbeddedBm25KeywordIndex: the packed posting blocks are little-endian; this host is big-endian');
     this.log = opts.logger ?? new Logger('embedded-bm25');
     fs.mkdirSync(opts.dir, { recursive: true });
     this.file = path.join(opts.dir, DB_FILE);
     this.db = openSqlite(this.file, opts.synchronous);
     try {
+      this.db.pragma(`mmap_size = ${mmap}`);
       this.db.exec(`
         CREATE TABLE IF NOT EXISTS chunks (
           id          INTEGER PRIMARY KEY,
