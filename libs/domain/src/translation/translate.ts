@@ -205,7 +205,7 @@ export function refineTranslation(t: QueryTranslation, texts: readonly string[])
   return { target: t.target, text: words.join(' '), terms };
 }
 
-/** Whether an alternative (a translation) occurs in `texts`: as a substring in Chinese, as whole stemless words in English. */
+/** Whether an alternative (a translation) occurs in `texts`: as a substring in Chinese; in English, every content word of it, stemmed as the keyword index stems. */
 function containsIn(target: Language, texts: readonly string[]): (alt: string) => boolean {
   if (target === 'zh') {
     const joined = texts.join('\n').toLowerCase();
