@@ -96,6 +96,11 @@ export interface QueryTranslation {
   terms: { source: string; target: string[]; alternatives?: string[] }[];
 }
 
+/** The searched text of a translation: every term's translations in order, each once. */
+function queryText(terms: QueryTranslation['terms']): string {
+  return [...new Set(terms.flatMap((t) => t.target))].join(' ');
+}
+
 /**
  * Chinese question → English keyword query: segmented by the dictionary, question words and stop words dropped,
  * each word replaced by its first few cleaned translations (all of them kept in order: the keyword index scores
@@ -118,9 +123,7 @@ export function translateZhToEn(question: string, dict: BilingualDictionary, opt
     if (keep.length) terms.push({ source: w, target: keep, alternatives });
   }
   if (terms.length === 0) return undefined;
-  const words: string[] = [];
-  for (const t of terms) for (const g of t.target) if (!words.includes(g)) words.push(g);
-  return { target: 'en', text: words.join(' '), terms };
+  return { target: 'en', text: queryText(terms), terms };
 }
 
 /**
@@ -153,9 +156,7 @@ export function translateEnToZh(question: string, dict: BilingualDictionary, opt
     }
   }
   if (!terms.some((t) => t.target.some((x) => HAN.test(x)))) return undefined;
-  const out: string[] = [];
-  for (const t of terms) for (const g of t.target) if (!out.includes(g)) out.push(g);
-  return { target: 'zh', text: out.join(' '), terms };
+  return { target: 'zh', text: queryText(terms), terms };
 }
 
 /**
@@ -200,9 +201,7 @@ export function refineTranslation(t: QueryTranslation, texts: readonly string[])
     return { ...term, target };
   });
   if (!changed) return undefined;
-  const words: string[] = [];
-  for (const term of terms) for (const g of term.target) if (!words.includes(g)) words.push(g);
-  return { target: t.target, text: words.join(' '), terms };
+  return { target: t.target, text: queryText(terms), terms };
 }
 
 /** Whether an alternative (a translation) occurs in `texts`: as a substring in Chinese; in English, every content word of it, stemmed as the keyword index stems. */
