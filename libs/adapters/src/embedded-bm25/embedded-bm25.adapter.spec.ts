@@ -335,6 +335,24 @@ describe('EmbeddedBm25KeywordIndex', () => {
   });
 
   /** A Zipf-like vocabulary: a few very frequent words, a long tail of rare ones (as in real text). */
+  /** Every block of a format-4 file: large ones from `blocks`, small ones from their `dirs` entries. */
+  function allBlocks(db: Database.Database): Array<{ term_id: number; block: number; max_tf: number; small: boolean; data: Buffer }> {
+    const out: Array<{ term_id: number; block: number; max_tf: number; small: boolean; data: Buffer }> = [];
+    for (const b of db.prepare('SELECT term_id, block, max_tf, data FROM blocks').all() as Array<{ term_id: number; block: number; max_tf: number; data: Buffer }>) {
+      out.push({ ...b, small: false });
+    }
+    for (const r of db.prepare('SELECT term_id, data FROM dirs').all() as Array<{ term_id: number; data: Buffer }>) {
+      const w = new Uint32Array(Uint8Array.from(r.data).buffer);
+      for (let j = 0; j < w.length; ) {
+        const n = w[j + 2]! & 0x7fffffff;
+        if (w[j + 2]! & 0x80000000) out.push({ term_id: r.term_id, block: w[j]!, max_tf: w[j + 1]!, small: true, data: Buffer.from(w.slice(j + 3, j + 3 + n).buffer) });
+        j += 3 + n;
+      }
+    }
+    return out;
+  }
+  const postingsIn = (db: Database.Database): number => allBlocks(db).reduce((n, b) => n + b.data.length / 8, 0);
+
   function zipfCorpus(n: number, seed: number, extra: (i: number) => Partial<Chunk> = () => ({})): Chunk[] {
     const r = rng(seed);
     const vocab = Array.from({ length: 400 }, (_, i) => `w${i.toString(36)}x`);
@@ -455,22 +473,22 @@ describe('EmbeddedBm25KeywordIndex', () => {
     raw.exec('CREATE TABLE postings (term_id INTEGER NOT NULL, chunk INTEGER NOT NULL, tf INTEGER NOT NULL, len INTEGER NOT NULL, PRIMARY KEY (term_id, chunk)) WITHOUT ROWID');
     const ins = raw.prepare('INSERT INTO postings VALUES (?, ?, ?, ?)');
     let postings = 0;
-    for (const b of raw.prepare('SELECT term_id, block, data FROM blocks').all() as Array<{ term_id: number; block: number; data: Buffer }>) {
+    for (const b of allBlocks(raw)) {
       const w = new Uint32Array(Uint8Array.from(b.data).buffer);
       for (let j = 0; j < w.length; j += 2) {
         ins.run(b.term_id, b.block * 64 + (w[j]! % 64), Math.floor(w[j]! / 64), w[j + 1]!);
         postings++;
       }
     }
-    raw.exec('CREATE INDEX postings_chunk ON postings (chunk); DROP TABLE blocks; DROP TABLE meta; ALTER TABLE chunks DROP COLUMN terms;');
+    raw.exec('CREATE INDEX postings_chunk ON postings (chunk); DROP TABLE blocks; DROP TABLE dirs; DROP TABLE meta; ALTER TABLE chunks DROP COLUMN terms;');
     if (format === 2) raw.exec('ALTER TABLE terms ADD COLUMN max_tf INTEGER NOT NULL DEFAULT 0; ALTER TABLE terms ADD COLUMN min_len INTEGER NOT NULL DEFAULT 0;');
     raw.pragma(`user_version = ${format}`);
     raw.close();
     const s2 = make({ blockBits: 6 });
     const check = new Database(path.join(dir, 'keyword.db'), { readonly: true });
-    expect(check.pragma('user_version', { simple: true })).toBe(3);
+    expect(check.pragma('user_version', { simple: true })).toBe(4);
     expect(check.prepare("SELECT name FROM sqlite_master WHERE name = 'postings'").all()).toEqual([]);
-    expect((check.prepare('SELECT SUM(n) AS n FROM blocks').get() as { n: number }).n).toBe(postings);
+    expect(postingsIn(check)).toBe(postings);
     check.close();
     expect(await Promise.all(reqs.map((r) => s2.search(r)))).toEqual(before);
     // deletes find the migrated postings through chunks.terms; new writes go on
@@ -478,6 +496,65 @@ describe('EmbeddedBm25KeywordIndex', () => {
     expect((await s2.search(reqs[1]!)).some((h) => h.document_id === 'z0')).toBe(false);
     await s2.upsert([chunk('new', 1, 0, 'w0x needle')]);
     expect(await search(s2, 'needle')).toEqual(['new#v1#0']);
+  });
+
+  it('keeps each term\'s packed directory (`dirs`, format 4) equal to one built afresh from the blocks, through writes, replacements and deletes; a format-3 file gets it on open', async () => {
+    const s1 = make({ blockBits: 5 }); // 32 ids a block, 16 blocks a directory row: many rows and small blocks
+    await s1.upsert(zipfCorpus(1500, 31));
+    await s1.deleteDocument('z7');
+    await s1.deleteDocument('z1200');
+    await s1.upsert(zipfCorpus(40, 32)); // replaces z0..z39 with other text (new versions)
+    await s1.upsert([chunk('late', 1, 0, 'w0x w1x needle')]);
+    await s1.deleteDocument('late');
+    const reqs = ['w0x w3x w40x w7ax', 'w1x', 'w2x w9x w0x w11x w3x', 'w100x w5x'].map((query) => ({ query, k: 10, scope }));
+    const before = await Promise.all(reqs.map((r) => s1.search(r)));
+    for (const r of reqs) expect(before[reqs.indexOf(r)]).toEqual(s1.searchExhaustive(r));
+    await s1.close();
+    const file = path.join(dir, 'keyword.db');
+    const dirsOf = (): Array<{ term_id: number; seg: number; data: Buffer }> =>
+      new Database(file, { readonly: true }).prepare('SELECT term_id, seg, data FROM dirs ORDER BY term_id, seg').all() as Array<{ term_id: number; seg: number; data: Buffer }>;
+    const maintained = dirsOf();
+    expect(maintained.length).toBeGreaterThan(50);
+    const largeRows = (new Database(file, { readonly: true }).prepare('SELECT COUNT(*) AS n FROM blocks').get() as { n: number }).n;
+    // Make it what format 3 wrote — every block a `blocks` row (a small one with `sub` NULL), no `dirs` — and open it
+    // again: the directories are rebuilt from `blocks`, and the small blocks' rows go.
+    const raw = new Database(file);
+    const put = raw.prepare('INSERT INTO blocks (term_id, block, max_tf, min_len, n, sub, data) VALUES (?, ?, ?, ?, ?, NULL, ?)');
+    let small = 0;
+    for (const b of allBlocks(raw)) {
+      if (b.small) {
+        const w = new Uint32Array(Uint8Array.from(b.data).buffer);
+        let minLen = Infinity;
+        for (let j = 1; j < w.length; j += 2) minLen = Math.min(minLen, w[j]!);
+        put.run(b.term_id, b.block, b.max_tf, minLen, w.length / 2, b.data);
+        small++;
+      }
+    }
+    raw.exec('DROP TABLE dirs');
+    raw.pragma('user_version = 3');
+    raw.close();
+    expect(small).toBeGreaterThan(100);
+    const s2 = make({ blockBits: 5 });
+    const check = new Database(file, { readonly: true });
+    expect(check.pragma('user_version', { simple: true })).toBe(4);
+    expect((check.prepare('SELECT COUNT(*) AS n FROM blocks').get() as { n: number }).n).toBe(largeRows);
+    check.close();
+    expect(dirsOf()).toEqual(maintained);
+    expect(await Promise.all(reqs.map((r) => s2.search(r)))).toEqual(before);
+    // and writes go on against the migrated file
+    await s2.deleteDocument('z3');
+    await s2.upsert([chunk('new', 1, 0, 'w0x needle')]);
+    for (const r of [...reqs, { query: 'needle w0x', k: 5, scope }]) expect(await s2.search(r)).toEqual(s2.searchExhaustive(r));
+  });
+
+  it('refuses a file of a newer format (it could not read it correctly) with a message that says so', async () => {
+    const s1 = make();
+    await s1.upsert(zipfCorpus(50, 3));
+    await s1.close();
+    const raw = new Database(path.join(dir, 'keyword.db'));
+    raw.pragma('user_version = 99');
+    raw.close();
+    expect(() => make()).toThrow(/keyword index format 99, written by a newer release; this release reads formats 1–4/);
   });
 
   it('reads the file through a memory map by default (2 GiB; 0 turns it off), with the same results, and rejects a bad size', async () => {
@@ -499,7 +576,7 @@ describe('EmbeddedBm25KeywordIndex', () => {
     const s2 = make({ blockBits: 10 });
     expect(await s2.search({ query: 'w0x w5x', k: 5, scope })).toEqual(before);
     const check = new Database(path.join(dir, 'keyword.db'), { readonly: true });
-    expect((check.prepare('SELECT MAX(block) AS m FROM blocks').get() as { m: number }).m).toBe(6); // 100 ids / 16
+    expect(Math.max(...allBlocks(check).map((b) => b.block))).toBe(6); // 100 ids / 16
     check.close();
   });
 

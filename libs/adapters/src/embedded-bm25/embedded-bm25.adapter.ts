@@ -25,23 +25,33 @@ import { documentRuns, WRITE_RUN_ITEMS, yieldToLoop } from '../sqlite/write-runs
  * - Chinese needs `Intl.Segmenter` word segmentation (via `tokenize()` in `@rag/domain`), the same tokens the
  *   OpenSearch adapter indexes.
  *
- * Schema (file format 3, `PRAGMA user_version`):
+ * Schema (file format 4, `PRAGMA user_version`):
  * - `chunks`: every chunk, children and parents (the full Chunk JSON for `getChunks`, tenant/ACL/metadata for the
  *   filters, `len` in tokens, and `terms`: the term ids of a child's postings, packed, so a delete finds its postings
  *   without an index over them). The rowid `id` is the chunk's number in the posting blocks.
  * - `terms`: term → id and document frequency over searchable children.
- * - `blocks`: the postings, packed per (term, block of 2^bits consecutive chunk ids) — one row holds every posting of
- *   the term among chunks [block·2^bits, (block+1)·2^bits), as 32-bit words (tf·2^bits + offset, chunk length) —
- *   with the block's exact `max_tf` and `min_len` (its BM25 upper bound), posting count `n`, and `sub`: the same two
- *   bounds for each of its 16 sub-blocks (64 chunk ids each at the default size; 16-bit pairs, NULL for a block of at
- *   most 8 postings, whose postings are read with the directory instead). WITHOUT ROWID, clustered by (term, block):
- *   a term's block directory is one range scan, one block a point lookup.
+ * - Postings are packed per (term, block of 2^bits consecutive chunk ids): every posting of the term among chunks
+ *   [block·2^bits, (block+1)·2^bits), as 32-bit words (tf·2^bits + offset, chunk length), with the block's exact
+ *   `max_tf` and `min_len` (its BM25 upper bound) and the same two bounds for each of its 16 sub-blocks (64 chunk ids
+ *   each at the default size; 16-bit pairs).
+ * - `dirs` (format 4): each term's block directory, 8 blocks to a row (≤ 608 B), clustered by (term, segment): per
+ *   block its number, max tf, and either its sub-block bounds or — for a small block (≤ 8 postings, whose postings
+ *   are no larger than the bounds; 87 % of the blocks at 1M chunks) — its postings themselves. A search reads a
+ *   term's directory as ⌈blocks/8⌉ rows: at 1M chunks a frequent term has ≈ 1,000 blocks, and walking one row per
+ *   block in format 3 (each carrying up to ≈ 1 KB of posting blob inline) was 39 % of a search (scripts/bench/README.md,
+ *   keyword-scale).
+ * - `blocks`: a large block's postings (`data`), bounds (`max_tf`, `min_len`, `n`, `sub`), WITHOUT ROWID, clustered by
+ *   (term, block): one block is a point lookup, a term's blocks one range scan. A small block has no row here.
+ *   A block write rewrites its `dirs` row, and its `blocks` row when large.
  * - `chunks_visibility`: an index over (id, tenant, document_id, version, chunk_id, acl), so a search's filter check
  *   reads neither the chunk rows nor their JSON (see ensureVisibilityIndex; added without a format change).
  * - `stats`: child count and total length (→ avgdl); `meta`: the block size. Statistics are global across tenants,
  *   as in a shared Lucene index.
  * Older files are migrated on open, in one transaction: format 1/2 kept one row per posting (`postings`), format 2
  * also per-term bounds; the postings are packed into blocks (one pass in (term, chunk) order) and the table dropped.
+ * Format 3 kept every block, small ones too, as a `blocks` row (the directory was a range scan over them); `dirs` is
+ * built from them in one pass and the small blocks' rows deleted (≈ 30 s at 1M chunks). A file of a newer format is
+ * refused rather than misread (format 3 code would not see format 4's small blocks).
  *
  * Scoring (Lucene ≥ 8 BM25Similarity): Σ_q idf(q) · tf / (tf + k1 · (1 − b + b · dl / avgdl)),
  * idf = ln(1 + (N − df + 0.5) / (df + 0.5)); a query term repeated in the query counts once per occurrence
@@ -67,7 +77,8 @@ import { documentRuns, WRITE_RUN_ITEMS, yieldToLoop } from '../sqlite/write-runs
  * 3. Chunks that could enter the top k are checked against the tenant/ACL/metadata filter (in SQL, best first, in
  *    batches collected across sub-blocks), and passing ones kept in the top k (score desc, then chunk_id).
  * 4. As soon as the next sub-block's UB is below the k-th passing score, no chunk in it or after it can enter: done.
- * The cost is the directories (≤ corpus/2^bits rows per term) plus the visited sub-blocks, not the postings. A filter
+ * The cost is the directories (≤ corpus/2^(bits+3) `dirs` rows per term: still linear in the corpus, but ≈ 40 bytes
+ * of bounds per 1,024 chunk ids) plus the visited sub-blocks, not the postings. A filter
  * that excludes most chunks keeps the k-th passing score low, so more blocks are visited (falling back to reading
  * everything, the exhaustive cost, when almost nothing passes). Per-chunk sums are accumulated in one canonical term
  * order (weight, then term), so equal statistics give bit-identical scores. `searchExhaustive` scores every posting
@@ -141,8 +152,20 @@ interface Hit extends KeywordHit {
 }
 
 const DB_FILE = 'keyword.db';
-/** File format: 1 = postings rows, no bounds; 2 = postings rows + per-term bounds; 3 = packed posting blocks. */
-const FORMAT_VERSION = 3;
+/**
+ * File format: 1 = postings rows, no bounds; 2 = postings rows + per-term bounds; 3 = packed posting blocks;
+ * 4 = format 3 plus `dirs`, each term's block directory packed 2^DIR_SEG_BITS blocks to a row.
+ */
+const FORMAT_VERSION = 4;
+/**
+ * log2 of the blocks per `dirs` row (8: at most 8 × 76 B = 608 B, inside SQLite's ≈ 1 KB local payload of a WITHOUT
+ * ROWID row on 4 KB pages; 16 blocks to a row spilled onto overflow pages, which left `dirs` pages half empty).
+ */
+const DIR_SEG_BITS = 3;
+/** Flag in a directory entry's third word: the payload is the block's postings (a small block), not its sub-block bounds. */
+const SMALL_FLAG = 0x80000000;
+/** Each term's block directory, 2^DIR_SEG_BITS blocks to a row (format 4; see readDirSegment for the row's words). */
+const DIRS_TABLE = 'CREATE TABLE IF NOT EXISTS dirs (term_id INTEGER NOT NULL, seg INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (term_id, seg)) WITHOUT ROWID';
 const DEFAULT_BLOCK_BITS = 10;
 const DEFAULT_MMAP_BYTES = 2 ** 31;
 /** Slack on upper bounds so float rounding in the sums can never prune a chunk that belongs in the top k. */
@@ -176,12 +199,6 @@ function decodeWords(buf: Buffer): Uint32Array {
   return new Uint32Array(Uint8Array.from(buf).buffer);
 }
 
-/** Sub-block bounds: 16-bit (max tf, min length) pairs, little-endian like the postings. */
-function decodeHalves(buf: Buffer): Uint16Array {
-  if ((buf.byteOffset & 1) === 0) return new Uint16Array(buf.buffer, buf.byteOffset, buf.byteLength >>> 1);
-  return new Uint16Array(Uint8Array.from(buf).buffer);
-}
-
 function encodeWords(words: Uint32Array): Buffer {
   return Buffer.from(words.buffer, words.byteOffset, words.byteLength);
 }
@@ -193,6 +210,43 @@ function encodeTermIds(ids: number[]): Buffer {
 /** top-k order: score desc, then chunk_id asc. Negative when `a` ranks first. */
 function rank(a: KeywordHit, b: KeywordHit): number {
   return b.score - a.score || (a.chunk_id < b.chunk_id ? -1 : a.chunk_id > b.chunk_id ? 1 : 0);
+}
+
+/** One block in a term's directory: block number, max tf, whether the payload is postings (a small block), payload. */
+type DirEntry = [block: number, maxTf: number, small: boolean, payload: Uint32Array];
+
+/**
+ * A `dirs` row: its blocks' directory entries in block order, as 32-bit words — block, max tf, payload length in words
+ * (| SMALL_FLAG when the payload is the block's postings), payload (the sub-block bounds' 16-bit pairs, or the postings).
+ */
+function readDirSegment(buf: Buffer, into: DirEntry[]): DirEntry[] {
+  const w = decodeWords(buf);
+  for (let j = 0; j < w.length; ) {
+    const n = w[j + 2]! & ~SMALL_FLAG;
+    into.push([w[j]!, w[j + 1]!, (w[j + 2]! & SMALL_FLAG) !== 0, w.subarray(j + 3, j + 3 + n)]);
+    j += 3 + n;
+  }
+  return into;
+}
+
+function writeDirSegment(entries: readonly DirEntry[]): Buffer {
+  let size = 0;
+  for (const e of entries) size += 3 + e[3].length;
+  const out = new Uint32Array(size);
+  let j = 0;
+  for (const [block, maxTf, small, payload] of entries) {
+    out[j] = block;
+    out[j + 1] = maxTf;
+    out[j + 2] = (payload.length | (small ? SMALL_FLAG : 0)) >>> 0;
+    out.set(payload, j + 3);
+    j += 3 + payload.length;
+  }
+  return encodeWords(out);
+}
+
+/** A block's directory entry: the postings of a small block (no sub-block bounds), else its sub-block bounds. */
+function dirEntry(block: number, maxTf: number, sub: Buffer | null, words: Uint32Array): DirEntry {
+  return sub ? [block, maxTf, false, decodeWords(sub)] : [block, maxTf, true, words];
 }
 
 export class EmbeddedBm25KeywordIndex implements KeywordIndex {
@@ -221,10 +275,13 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     getBlock: Database.Statement<[number, number], Buffer>;
     putBlock: Database.Statement<[number, number, number, number, number, Buffer | null, Buffer]>;
     deleteBlock: Database.Statement<[number, number]>;
+    getDirSeg: Database.Statement<[number, number], Buffer>;
+    putDirSeg: Database.Statement<[number, number, Buffer]>;
+    deleteDirSeg: Database.Statement<[number, number]>;
     addStats: Database.Statement<[number, number]>;
     stats: Database.Statement<[], { docs: number; total_len: number }>;
     termDf: Database.Statement<[string], { term: string; id: number; df: number }>;
-    directory: Database.Statement<[number], [number, number, number, Buffer]>;
+    directory: Database.Statement<[number], Buffer>;
     termBlocks: Database.Statement<[number], [number, Buffer]>;
     docRows: Database.Statement<[string], ChunkRow>;
     docRowsExcept: Database.Statement<[string, number], ChunkRow>;
@@ -290,16 +347,14 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
             'ON CONFLICT (term_id, block) DO UPDATE SET max_tf = excluded.max_tf, min_len = excluded.min_len, n = excluded.n, sub = excluded.sub, data = excluded.data',
         ),
         deleteBlock: this.db.prepare('DELETE FROM blocks WHERE term_id = ? AND block = ?'),
+        getDirSeg: this.db.prepare<[number, number], Buffer>('SELECT data FROM dirs WHERE term_id = ? AND seg = ?').pluck(true),
+        putDirSeg: this.db.prepare('INSERT INTO dirs (term_id, seg, data) VALUES (?, ?, ?) ON CONFLICT (term_id, seg) DO UPDATE SET data = excluded.data'),
+        deleteDirSeg: this.db.prepare('DELETE FROM dirs WHERE term_id = ? AND seg = ?'),
         addStats: this.db.prepare('UPDATE stats SET docs = docs + ?, total_len = total_len + ? WHERE id = 1'),
         stats: this.db.prepare('SELECT docs, total_len FROM stats WHERE id = 1'),
         termDf: this.db.prepare('SELECT term, id, df FROM terms WHERE term IN (SELECT value FROM json_each(?))'),
-        // The directory reads the sub-block bounds, and the postings themselves only of small blocks (no `sub`): a large
-        // block's posting bytes beyond the page stay unread.
-        directory: this.db
-          .prepare<[number], [number, number, number, Buffer]>(
-            'SELECT block, max_tf, sub IS NULL, coalesce(sub, data) FROM blocks WHERE term_id = ?',
-          )
-          .raw(true),
+        // A term's directory: its `dirs` rows (8 blocks' bounds each, or the postings of small blocks; see readDirSegment).
+        directory: this.db.prepare<[number], Buffer>('SELECT data FROM dirs WHERE term_id = ?').pluck(true),
         termBlocks: this.db.prepare<[number], [number, Buffer]>('SELECT block, data FROM blocks WHERE term_id = ?').raw(true),
         docRows: this.db.prepare(`SELECT ${cols} FROM chunks WHERE document_id = ?`),
         docRowsExcept: this.db.prepare(`SELECT ${cols} FROM chunks WHERE document_id = ? AND version <> ?`),
@@ -360,8 +415,10 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
       const { K0, K1 } = this.norms(terms.avgdl);
       const acc = new Map<number, number>();
       for (const t of terms.list) {
-        for (const [block, data] of this.stmt.termBlocks.all(t.id)) {
-          const words = decodeWords(data);
+        const small: Array<[number, Uint32Array]> = [];
+        for (const seg of this.stmt.directory.all(t.id)) for (const e of readDirSegment(seg, [])) if (e[2]) small.push([e[0], e[3]]);
+        const large = this.stmt.termBlocks.all(t.id).map(([block, data]): [number, Uint32Array] => [block, decodeWords(data)]);
+        for (const [block, words] of [...large, ...small]) {
           const base = block * this.blockSize;
           for (let j = 0; j < words.length; j += 2) {
             const w0 = words[j]!;
@@ -473,13 +530,15 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     const subSize = 1 << S;
     const subCount = B >>> S;
     const nt = terms.length;
-    // 1. Directories: every term's rows (bounds per sub-block, or a small block's postings themselves).
+    // 1. Directories: every term's `dirs` rows (bounds per sub-block, or a small block's postings themselves).
     const dirs = terms.map((t) => {
       stats.postingsTotal += t.df;
-      return this.stmt.directory.all(t.id);
+      const entries: DirEntry[] = [];
+      for (const seg of this.stmt.directory.all(t.id)) readDirSegment(seg, entries);
+      return entries;
     });
     let nBlocks = 0;
-    for (const dir of dirs) for (const row of dir) if (row[0] + 1 > nBlocks) nBlocks = row[0] + 1;
+    for (const dir of dirs) if (dir.length && dir[dir.length - 1]![0] + 1 > nBlocks) nBlocks = dir[dir.length - 1]![0] + 1;
     const nSub = nBlocks * subCount;
     /**
      * termUb[i·nSub + key]: term i's bound in sub-block `key` (block·subCount + sub), 0 when absent. Dense, so its size is
@@ -493,11 +552,11 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     for (let i = 0; i < nt; i++) {
       const w = terms[i]!.w;
       const base = i * nSub;
-      for (const [block, maxTf, isData, blob] of dirs[i]!) {
+      for (const [block, maxTf, isData, payload] of dirs[i]!) {
         const at = base + block * subCount;
         if (isData) {
           // A small block: its postings came with the directory; exact per-posting bounds, and no fetch later.
-          const ws = decodeWords(blob);
+          const ws = payload;
           words[i * nBlocks + block] = ws;
           for (let j = 0; j < ws.length; j += 2) {
             const tf = ws[j]! >>> bits;
@@ -506,7 +565,7 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
             if (ub > termUb[key]!) termUb[key] = ub;
           }
         } else {
-          const sub = decodeHalves(blob);
+          const sub = new Uint16Array(payload.buffer, payload.byteOffset, payload.length * 2);
           for (let q = 0; q < subCount; q++) {
             let tf = sub[2 * q]!;
             if (tf === 0) continue;
@@ -689,9 +748,10 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
   }
 
   /**
-   * Brings the file to format 3: a new file gets `blocks` and the requested block size; a format-1/2 file (one row
-   * per posting in `postings`, per-term bounds in format 2) gets its postings packed into blocks and each child's term
-   * ids, in one transaction, then loses `postings` and the per-term bound columns.
+   * Brings the file to format 4: a new file gets `blocks`, `dirs` and the requested block size; a format-1/2 file (one
+   * row per posting in `postings`, per-term bounds in format 2) gets its postings packed into blocks and each child's
+   * term ids, in one transaction, then loses `postings` and the per-term bound columns; a format-3 file (or the one just
+   * packed) gets `dirs` built from `blocks` (buildDirs).
    */
   private migrate(wantBits: number): void {
     const stored = this.db.prepare<[], { value: string }>("SELECT value FROM meta WHERE key = 'block_bits'").get();
@@ -699,8 +759,13 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     const bits = stored ? Number(stored.value) : wantBits;
     if (!Number.isInteger(bits) || bits < 0 || bits > 16) throw new Error(`${this.file}: meta.block_bits is ${stored?.value}, not an integer in 0..16`);
     this.setBlockBits(bits);
+    const version = Number(this.db.pragma('user_version', { simple: true }));
+    if (version > FORMAT_VERSION) {
+      throw new Error(`${this.file} is keyword index format ${version}, written by a newer release; this release reads formats 1–${FORMAT_VERSION} (upgrade, or rebuild the index with \`rag reindex\`)`);
+    }
     const oldPostings = tables.has('postings');
     if (tables.has('blocks') && !oldPostings) {
+      if (!tables.has('dirs')) this.buildDirs();
       this.db.pragma(`user_version = ${FORMAT_VERSION}`);
       return;
     }
@@ -724,9 +789,58 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
       for (const c of ['max_tf', 'min_len']) if (termCols.has(c)) this.db.exec(`ALTER TABLE terms DROP COLUMN ${c}`);
       this.packPostings();
       this.db.exec('DROP TABLE postings');
-    })();
-    if (oldPostings) this.log.info(`migrated ${this.file} to keyword index format ${FORMAT_VERSION} (packed posting blocks) in ${Date.now() - started} ms`);
+    }).immediate();
+    if (oldPostings) this.log.info(`migrated ${this.file} to keyword index format 3 (packed posting blocks) in ${Date.now() - started} ms`);
+    this.buildDirs();
     this.db.pragma(`user_version = ${FORMAT_VERSION}`);
+  }
+
+  /**
+   * Format 3 → 4: every term's block directory packed into `dirs` rows, one pass over `blocks` in (term, block) order
+   * (pages of MIGRATION_PAGE rows, keyset), in one transaction (IMMEDIATE: a query worker opening the same file at the
+   * same moment waits, then finds the table). ≈ 10M block rows at 1M chunks: a one-time rewrite, logged.
+   */
+  private buildDirs(): void {
+    const started = Date.now();
+    let rows = 0;
+    this.db.transaction(() => {
+      if (this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'dirs'").get()) return; // another connection built it
+      this.db.exec(DIRS_TABLE);
+      const page = this.db
+        .prepare<[number, number, number], [number, number, number, Buffer | null, Buffer | null]>(
+          'SELECT term_id, block, max_tf, sub, CASE WHEN sub IS NULL THEN data END FROM blocks WHERE (term_id, block) > (?, ?) ORDER BY term_id, block LIMIT ?',
+        )
+        .raw(true);
+      const put = this.db.prepare('INSERT INTO dirs (term_id, seg, data) VALUES (?, ?, ?)');
+      let term = -1;
+      let seg = -1;
+      let entries: DirEntry[] = [];
+      const flush = (): void => {
+        if (entries.length) put.run(term, seg, writeDirSegment(entries));
+        entries = [];
+      };
+      let after: [number, number] = [-1, -1];
+      for (;;) {
+        const page_ = page.all(after[0], after[1], MIGRATION_PAGE);
+        if (page_.length === 0) break;
+        for (const [t, block, maxTf, sub, data] of page_) {
+          if (t !== term || block >>> DIR_SEG_BITS !== seg) {
+            flush();
+            term = t;
+            seg = block >>> DIR_SEG_BITS;
+          }
+          entries.push(dirEntry(block, maxTf, sub, decodeWords(data ?? Buffer.alloc(0))));
+        }
+        rows += page_.length;
+        const last = page_[page_.length - 1]!;
+        after = [last[0], last[1]];
+      }
+      flush();
+      // A small block lives in its directory entry alone from now on.
+      this.db.exec('DELETE FROM blocks WHERE sub IS NULL');
+    }).immediate();
+    const ms = Date.now() - started;
+    if (rows > 0) this.log.info(`migrated ${this.file} to keyword index format ${FORMAT_VERSION} (packed block directories, ${rows} blocks) in ${ms} ms`);
   }
 
   /** Format 1/2 → 3: one pass over `postings` in (term, chunk) order, pages of MIGRATION_PAGE rows (keyset). */
@@ -781,13 +895,44 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
   }
 
   /** Writes a block (or deletes it when empty), its bounds recomputed exactly from its postings. */
-  private writeBlock(termId: number, block: number, words: Uint32Array): void {
-    if (words.length === 0) {
-      this.stmt.deleteBlock.run(termId, block);
-      return;
+  /**
+   * Rewrites one (term, block): `change` gets its postings (undefined when it has none) and returns the new ones (empty:
+   * the block goes; undefined: no change). The bounds are recomputed exactly. A large block is its `blocks` row plus its
+   * entry (bounds) in its `dirs` row; a small one (≤ SMALL_BLOCK postings) is its `dirs` entry alone. One read and one
+   * rewrite of a `dirs` row of at most 2^DIR_SEG_BITS entries (≤ 608 B), plus the block row when large: constant,
+   * whatever the size of the index.
+   */
+  private updateBlock(termId: number, block: number, change: (old: Uint32Array | undefined) => Uint32Array | undefined): void {
+    const seg = block >>> DIR_SEG_BITS;
+    const segData = this.stmt.getDirSeg.get(termId, seg);
+    const entries: DirEntry[] = [];
+    if (segData) readDirSegment(segData, entries);
+    let at = entries.findIndex((e) => e[0] >= block);
+    if (at < 0) at = entries.length;
+    const prev = entries[at]?.[0] === block ? entries[at] : undefined;
+    let old: Uint32Array | undefined;
+    if (prev?.[2]) old = prev[3];
+    else if (prev) {
+      const data = this.stmt.getBlock.get(termId, block);
+      if (!data) throw new Error(`${this.file}: term ${termId} block ${block} is in the directory but not in \`blocks\` (damaged file: rebuild the index with \`rag reindex\`)`);
+      old = decodeWords(data);
     }
-    const { maxTf, minLen } = this.boundsOf(words);
-    this.stmt.putBlock.run(termId, block, maxTf, minLen, words.length >>> 1, this.subBoundsOf(words), encodeWords(words));
+    const words = change(old);
+    if (words === undefined) return;
+    const wasLarge = prev !== undefined && !prev[2];
+    if (words.length === 0) {
+      if (!prev) return;
+      if (wasLarge) this.stmt.deleteBlock.run(termId, block);
+      entries.splice(at, 1);
+    } else {
+      const { maxTf, minLen } = this.boundsOf(words);
+      const sub = this.subBoundsOf(words);
+      if (sub) this.stmt.putBlock.run(termId, block, maxTf, minLen, words.length >>> 1, sub, encodeWords(words));
+      else if (wasLarge) this.stmt.deleteBlock.run(termId, block);
+      entries.splice(at, prev ? 1 : 0, dirEntry(block, maxTf, sub, words));
+    }
+    if (entries.length) this.stmt.putDirSeg.run(termId, seg, writeDirSegment(entries));
+    else this.stmt.deleteDirSeg.run(termId, seg);
   }
 
   /**
@@ -888,8 +1033,7 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     });
     for (const [term, byBlock] of added) {
       for (const [block, fresh] of byBlock) {
-        const old = this.stmt.getBlock.get(term, block);
-        this.writeBlock(term, block, old ? this.merge(decodeWords(old), fresh) : Uint32Array.from(fresh));
+        this.updateBlock(term, block, (old) => (old ? this.merge(old, fresh) : Uint32Array.from(fresh)));
       }
     }
     if (docs) this.stmt.addStats.run(docs, totalLen);
@@ -951,12 +1095,12 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     }
     for (const [term, byBlock] of gone) {
       for (const [block, offs] of byBlock) {
-        const data = this.stmt.getBlock.get(term, block);
-        if (!data) continue;
-        const words = decodeWords(data);
-        const keep: number[] = [];
-        for (let j = 0; j < words.length; j += 2) if (!offs.has(words[j]! % B)) keep.push(words[j]!, words[j + 1]!);
-        this.writeBlock(term, block, Uint32Array.from(keep));
+        this.updateBlock(term, block, (words) => {
+          if (!words) return undefined;
+          const keep: number[] = [];
+          for (let j = 0; j < words.length; j += 2) if (!offs.has(words[j]! % B)) keep.push(words[j]!, words[j + 1]!);
+          return Uint32Array.from(keep);
+        });
       }
     }
     for (const [term, n] of dfDrop) this.stmt.addDf.run(-n, term);

@@ -41,9 +41,11 @@ export const EXPECTED_SCHEMAS: Record<StoreName, ExpectedSchema> = {
       terms: ['id', 'term', 'df'],
       stats: ['id', 'docs', 'total_len'],
     },
-    // Format 3 packs the postings into blocks; a format-1/2 file (one row per posting) is migrated on open.
+    // Format 3 packs the postings into blocks, format 4 adds the packed block directories (`dirs`); a format-1/2 file
+    // (one row per posting) or a format-3 one is migrated on open.
     optional: {
       blocks: ['term_id', 'block', 'max_tf', 'min_len', 'n', 'data'],
+      dirs: ['term_id', 'seg', 'data'],
       postings: ['term_id', 'chunk', 'tf', 'len'],
     },
   },
