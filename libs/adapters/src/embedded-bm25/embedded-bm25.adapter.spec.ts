@@ -450,6 +450,21 @@ describe('EmbeddedBm25KeywordIndex', () => {
     expect(pruned).toBeGreaterThan(20); // the comparison covers pruned searches, not only exhaustive ones
   });
 
+  it('a query whose bound slots would exceed maxBoundSlots is evaluated exhaustively: same hits, memory bounded', async () => {
+    const s = make({ blockBits: 5, maxBoundSlots: 200 }); // 1,500 chunks: 47 blocks of 16 sub-blocks → 752 slots a term
+    await s.upsert(zipfCorpus(1500, 41));
+    for (const query of ['w0x', 'w0x w3x w7ax w11x', 'w2x w9x w0x w11x w3x w40x']) {
+      const req = { query, k: 10, scope };
+      const { hits, stats } = s.searchWithStats(req);
+      expect(stats.exhaustive).toBe(true);
+      expect(hits).toEqual(s.searchExhaustive(req));
+      expect(hits).toHaveLength(10);
+    }
+    const roomy = make({ blockBits: 5 }, dir);
+    expect(roomy.searchWithStats({ query: 'w0x w3x', k: 10, scope }).stats.exhaustive).toBeUndefined();
+    expect(() => make({ maxBoundSlots: -1 })).toThrow(/maxBoundSlots must be >= 0/);
+  });
+
   it('a restrictive filter still yields k hits when pruning would have cut them (the k-th score is taken among passing chunks)', async () => {
     const s = make({ blockBits: 5 });
     const cs = zipfCorpus(2000, 17, (i) => ({ metadata: { keep: i % 400 === 0 } }));

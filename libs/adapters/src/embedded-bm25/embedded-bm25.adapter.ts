@@ -110,6 +110,12 @@ export interface EmbeddedBm25KeywordIndexOptions {
    * touched. SQLite clamps the size to its compile-time maximum.
    */
   mmapBytes?: number;
+  /**
+   * Most (query term, sub-block) bound slots a search allocates (default 2^24: 128 MB of float64); a query that would
+   * need more — a pasted page of a few hundred distinct terms over a million chunks — is evaluated exhaustively instead:
+   * same results, memory bounded by its postings.
+   */
+  maxBoundSlots?: number;
   logger?: Logger;
 }
 
@@ -137,6 +143,8 @@ export interface KeywordSearchStats {
   blocksVisited: number;
   /** Chunks whose filter was evaluated. */
   filterChecks: number;
+  /** The query needed more bound slots than maxBoundSlots and was evaluated exhaustively. */
+  exhaustive?: boolean;
 }
 
 interface QueryTerm {
@@ -170,10 +178,22 @@ const DEFAULT_BLOCK_BITS = 10;
 const DEFAULT_MMAP_BYTES = 2 ** 31;
 /** Slack on upper bounds so float rounding in the sums can never prune a chunk that belongs in the top k. */
 const BOUND_SLACK = 1 + 1e-9;
-/** log2 of the sub-blocks per block that carry their own bounds (16). */
+/**
+ * log2 of the sub-blocks per block that carry their own bounds (16: 64 chunk ids each at the default block size).
+ * Finer ranges bound far tighter — at 1M chunks (20 Cranfield questions, k = 50, the final k-th score) the chunk ids in
+ * ranges whose summed per-term maxima reach it are 9,853 × 64 with 64-id ranges, 1,959 × 64 with 16-id ranges, 348 × 64
+ * with 8-id ranges — but 64 sub-blocks of 16 ids were no faster (P50 33 vs 35–38 ms, mean 41 vs 39–40 ms at 1M;
+ * 5.1 ms both at 100k): the postings read fell from 23 % to 6.7 %, yet the directories grew (5.2 ms a search) and a
+ * visited range still needs the frequent terms' whole block blobs (≈ 4,500 rows a search) to complete its candidates'
+ * scores. Kept at 16 until the blobs can be read in parts (scripts/bench/README.md, keyword-scale).
+ */
 const SUB_BLOCK_BITS = 4;
-/** Blocks with at most this many postings store no sub-block bounds (their 8-byte postings are no larger). */
-const SMALL_BLOCK = 8;
+/** Blocks with at most max(this, half the sub-blocks) postings keep their postings in the directory instead of bounds. */
+const SMALL_BLOCK_MIN = 8;
+/** Buckets of the visiting order (sub-blocks by descending bound; a counting sort, linear in the sub-blocks). */
+const ORDER_BUCKETS = 4096;
+/** Default of maxBoundSlots: above this many (term, sub-block) bound slots a search evaluates exhaustively instead. */
+const MAX_BOUND_SLOTS = 2 ** 24;
 const HALF_MAX = 0xffff;
 /** Blocks of one term fetched one by one in a search before the rest of the term is read in one range scan. */
 const POINT_LOOKUPS = 8;
@@ -253,6 +273,7 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
   readonly file: string;
   private readonly k1: number;
   private readonly b: number;
+  private readonly maxBoundSlots: number;
   private readonly log: Logger;
   private readonly db: Database.Database;
   private closed = false;
@@ -264,6 +285,8 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
   private maxTf = 2 ** (32 - DEFAULT_BLOCK_BITS) - 1;
   /** log2 of the chunk ids per sub-block (SUB_BLOCKS sub-blocks per block, or one chunk id each in tiny blocks). */
   private subShift = DEFAULT_BLOCK_BITS - SUB_BLOCK_BITS;
+  /** Blocks with at most this many postings are small: postings in the directory, no `blocks` row. */
+  private smallBlock = Math.max(SMALL_BLOCK_MIN, 1 << (SUB_BLOCK_BITS - 1));
 
   private readonly stmt: {
     byChunkId: Database.Statement<[string], ChunkRow>;
@@ -300,6 +323,8 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     if (!(this.k1 >= 0) || !(this.b >= 0 && this.b <= 1)) throw new Error(`EmbeddedBm25KeywordIndex: need k1 >= 0 and 0 <= b <= 1 (got ${this.k1}, ${this.b})`);
     const wantBits = opts.blockBits ?? DEFAULT_BLOCK_BITS;
     if (!Number.isInteger(wantBits) || wantBits < 0 || wantBits > 16) throw new Error(`EmbeddedBm25KeywordIndex: blockBits must be an integer in 0..16 (got ${wantBits})`);
+    this.maxBoundSlots = opts.maxBoundSlots ?? MAX_BOUND_SLOTS;
+    if (!(this.maxBoundSlots >= 0)) throw new Error(`EmbeddedBm25KeywordIndex: maxBoundSlots must be >= 0 (got ${opts.maxBoundSlots})`);
     const mmap = opts.mmapBytes ?? DEFAULT_MMAP_BYTES;
     if (!Number.isSafeInteger(mmap) || mmap < 0) throw new Error(`EmbeddedBm25KeywordIndex: mmapBytes must be a non-negative integer (got ${mmap})`);
     if (os.endianness() !== 'LE') throw new Error('EmbeddedBm25KeywordIndex: the packed posting blocks are little-endian; this host is big-endian');
@@ -411,30 +436,7 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     if (!(limit > 0)) return [];
     return this.db.transaction(() => {
       const terms = this.queryTerms(req.query);
-      if (!terms) return [];
-      const { K0, K1 } = this.norms(terms.avgdl);
-      const acc = new Map<number, number>();
-      for (const t of terms.list) {
-        const small: Array<[number, Uint32Array]> = [];
-        for (const seg of this.stmt.directory.all(t.id)) for (const e of readDirSegment(seg, [])) if (e[2]) small.push([e[0], e[3]]);
-        const large = this.stmt.termBlocks.all(t.id).map(([block, data]): [number, Uint32Array] => [block, decodeWords(data)]);
-        for (const [block, words] of [...large, ...small]) {
-          const base = block * this.blockSize;
-          for (let j = 0; j < words.length; j += 2) {
-            const w0 = words[j]!;
-            const tf = Math.floor(w0 / this.blockSize);
-            const id = base + (w0 - tf * this.blockSize);
-            acc.set(id, (acc.get(id) ?? 0) + (t.w * tf) / (tf + K0 + K1 * words[j + 1]!));
-          }
-        }
-      }
-      const filter = this.filterFor(req);
-      const out: KeywordHit[] = [];
-      const ids = [...acc.keys()];
-      for (let i = 0; i < ids.length; i += BATCH) {
-        for (const r of filter(ids.slice(i, i + BATCH))) out.push({ chunk_id: r.chunk_id, document_id: r.document_id, version: r.version, score: acc.get(r.id)! });
-      }
-      return out.sort(rank).slice(0, limit);
+      return terms ? this.exhaustive(terms.list, terms.avgdl, limit, req) : [];
     })();
   }
 
@@ -521,6 +523,33 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     return (ids) => stmt.all({ ...where.params, ids: JSON.stringify(ids) }) as Array<{ id: number; chunk_id: string; document_id: string; version: number }>;
   }
 
+  /** Every posting of the query terms scored, every scored chunk filtered, sorted (inside the caller's transaction). */
+  private exhaustive(terms: QueryTerm[], avgdl: number, k: number, req: KeywordSearchRequest): KeywordHit[] {
+    const { K0, K1 } = this.norms(avgdl);
+    const acc = new Map<number, number>();
+    for (const t of terms) {
+      const small: Array<[number, Uint32Array]> = [];
+      for (const seg of this.stmt.directory.all(t.id)) for (const e of readDirSegment(seg, [])) if (e[2]) small.push([e[0], e[3]]);
+      const large = this.stmt.termBlocks.all(t.id).map(([block, data]): [number, Uint32Array] => [block, decodeWords(data)]);
+      for (const [block, words] of [...large, ...small]) {
+        const base = block * this.blockSize;
+        for (let j = 0; j < words.length; j += 2) {
+          const w0 = words[j]!;
+          const tf = Math.floor(w0 / this.blockSize);
+          const id = base + (w0 - tf * this.blockSize);
+          acc.set(id, (acc.get(id) ?? 0) + (t.w * tf) / (tf + K0 + K1 * words[j + 1]!));
+        }
+      }
+    }
+    const filter = this.filterFor(req);
+    const out: KeywordHit[] = [];
+    const ids = [...acc.keys()];
+    for (let i = 0; i < ids.length; i += BATCH) {
+      for (const r of filter(ids.slice(i, i + BATCH))) out.push({ chunk_id: r.chunk_id, document_id: r.document_id, version: r.version, score: acc.get(r.id)! });
+    }
+    return out.sort(rank).slice(0, k);
+  }
+
   private blockMax(terms: QueryTerm[], avgdl: number, k: number, req: KeywordSearchRequest, stats: KeywordSearchStats): KeywordHit[] {
     const { K0, K1 } = this.norms(avgdl);
     const B = this.blockSize;
@@ -542,10 +571,14 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     const nSub = nBlocks * subCount;
     /**
      * termUb[i·nSub + key]: term i's bound in sub-block `key` (block·subCount + sub), 0 when absent. Dense, so its size is
-     * terms × sub-blocks: ≈ 1.3 MB for a 10-term question at 1M chunks, but up to ≈ 90 MB for a 4,000-character query of
-     * ~700 distinct terms there (transient, per search). Known limit, not fixed yet: a sparse per-term list would bound it
-     * by the postings' blocks instead.
+     * terms × sub-blocks: ≈ 5 MB for a 10-term question at 1M chunks (transient, per search). A query whose slots would
+     * exceed maxBoundSlots (2^24 by default, 128 MB: ~1,000 distinct terms at 1M chunks) is evaluated exhaustively
+     * instead — same results, memory bounded by the postings; a sparse per-term list would avoid that, not built.
      */
+    if (nt * nSub > this.maxBoundSlots) {
+      stats.exhaustive = true;
+      return this.exhaustive(terms, avgdl, k, req);
+    }
     const termUb = new Float64Array(nt * nSub);
     /** Decoded posting words per (term i, block) at i·nBlocks + block, fetched at most once per search. */
     const words = new Array<Uint32Array | undefined>(nt * nBlocks).fill(undefined);
@@ -577,22 +610,40 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     }
     // Per sub-block the bound: Σ of the terms' bounds, in term order.
     const bound = new Float64Array(nSub);
-    const keys: number[] = [];
     const subsOfTerm = new Uint32Array(nt);
-    for (let key = 0; key < nSub; key++) {
-      let sum = 0;
-      for (let i = 0; i < nt; i++) {
-        const u = termUb[i * nSub + key]!;
-        if (u > 0) subsOfTerm[i]!++;
-        sum += u;
-      }
-      if (sum > 0) {
-        bound[key] = sum;
-        keys.push(key);
+    let present = 0;
+    let maxBound = 0;
+    for (let i = 0; i < nt; i++) {
+      const base = i * nSub;
+      for (let key = 0; key < nSub; key++) {
+        const u = termUb[base + key]!;
+        if (u > 0) {
+          subsOfTerm[i]!++;
+          bound[key] = bound[key]! + u;
+        }
       }
     }
-    stats.blocksTotal = keys.length;
-    keys.sort((x, y) => bound[y]! - bound[x]! || x - y);
+    for (let key = 0; key < nSub; key++) {
+      if (bound[key]! > 0) present++;
+      if (bound[key]! > maxBound) maxBound = bound[key]!;
+    }
+    stats.blocksTotal = present;
+    // The visiting order: sub-blocks by descending bound, bucketed (counting sort: a comparison sort of the ≈ 60,000
+    // sub-blocks of a 1M-chunk index cost more than the search saved). Bucket b holds bounds in
+    // [maxBound·b/NB, maxBound·(b+1)/NB), so `cap` (its upper edge) bounds every sub-block from there on.
+    const NB = ORDER_BUCKETS;
+    const bucketOf = (x: number): number => Math.min(NB - 1, Math.floor((x / maxBound) * NB));
+    const start = new Int32Array(NB + 1);
+    for (let key = 0; key < nSub; key++) if (bound[key]! > 0) start[NB - 1 - bucketOf(bound[key]!)]!++;
+    for (let b = 0, sum = 0; b <= NB; b++) {
+      const n = b < NB ? start[b]! : 0;
+      start[b] = sum;
+      sum += n;
+    }
+    const keys = new Int32Array(present);
+    const fill = start.slice(0, NB);
+    for (let key = 0; key < nSub; key++) if (bound[key]! > 0) keys[fill[NB - 1 - bucketOf(bound[key]!)]!++] = key;
+
     const visitedOfTerm = new Uint32Array(nt);
     /** Point lookups of blocks so far per term (−∞ once the whole term was read). */
     const lookups = new Float64Array(nt);
@@ -638,79 +689,87 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
       pendingId.length = 0;
       pendingScore.length = 0;
     };
-    for (const key of keys) {
-      // 4. Every later sub-block's bound is at most this one's: once it cannot reach the k-th score, nothing can.
-      if (bound[key]! * BOUND_SLACK < theta()) {
+    visiting: for (let b = 0; b < NB; b++) {
+      if (start[b] === start[b + 1]) continue;
+      // 4. Every sub-block from this bucket on has a bound below its upper edge: once that cannot reach the k-th
+      //    score, nothing can.
+      const cap = (maxBound * (NB - b)) / NB;
+      if (cap * BOUND_SLACK < theta()) {
         flush(); // the waiting candidates may raise θ
-        if (bound[key]! * BOUND_SLACK < theta()) break;
+        if (cap * BOUND_SLACK < theta()) break visiting;
       }
-      stats.blocksVisited++;
-      const block = Math.floor(key / subCount);
-      const first = (key - block * subCount) << S; // the sub-block's first offset in its block
-      // 2. Score the sub-block's chunks exactly, rarest (highest-weight) term first. Before each further term: a chunk
-      //    none of the terms read so far matched scores at most `rest` (the bounds of the terms still to read), so once
-      //    rest < θ only chunks already touched can enter, and once none of those can either (score so far + rest < θ)
-      //    the remaining — frequent, long — posting blobs are never fetched. Every chunk that can still enter gets all
-      //    its terms, so its score is exact.
-      const th = theta();
-      inSub.length = 0;
-      for (let i = 0; i < nt; i++) if (termUb[i * nSub + key]! > 0) inSub.push(i);
-      suffix[inSub.length] = 0;
-      for (let p = inSub.length - 1; p >= 0; p--) suffix[p] = suffix[p + 1]! + termUb[inSub[p]! * nSub + key]!;
-      touched.length = 0;
-      for (let p = 0; p < inSub.length; p++) {
-        const rest = suffix[p]!;
-        const closed = rest * BOUND_SLACK < th; // no chunk outside `touched` can reach θ any more
-        if (closed && !touched.some((off) => (acc[off]! + rest) * BOUND_SLACK >= th)) break;
-        const i = inSub[p]!;
-        const t = terms[i]!;
-        visitedOfTerm[i]!++;
-        let ws = words[i * nBlocks + block];
-        if (!ws) {
-          // Point lookups for a term's first few blocks; past that, its remaining blocks in one range scan (a point
-          // lookup costs ≈ 10 µs, the scan ≈ 3 µs a row: measured at 100k chunks, where a frequent term has ~100 blocks).
-          if (++lookups[i]! <= POINT_LOOKUPS) {
-            const data = this.stmt.getBlock.get(t.id, block);
-            if (data) words[i * nBlocks + block] = ws = decodeWords(data);
-          } else {
-            for (const [b, data] of this.stmt.termBlocks.all(t.id)) words[i * nBlocks + b] ??= decodeWords(data);
-            lookups[i] = -Infinity; // every block of the term is in `words` now
-            ws = words[i * nBlocks + block];
+      for (let n = start[b]!; n < start[b + 1]!; n++) {
+        const key = keys[n]!;
+        if (bound[key]! * BOUND_SLACK < theta()) continue; // this one cannot; others in its bucket may
+        stats.blocksVisited++;
+        const block = Math.floor(key / subCount);
+        const first = (key - block * subCount) << S; // the sub-block's first offset in its block
+        // 2. Score the sub-block's chunks exactly, rarest (highest-weight) term first. Before each further term: a chunk
+        //    none of the terms read so far matched scores at most `rest` (the bounds of the terms still to read), so once
+        //    rest < θ only chunks already touched can enter, and once none of those can either (score so far + rest < θ)
+        //    the remaining — frequent, long — posting blobs are never fetched. Every chunk that can still enter gets all
+        //    its terms, so its score is exact.
+        const th = theta();
+        inSub.length = 0;
+        for (let i = 0; i < nt; i++) if (termUb[i * nSub + key]! > 0) inSub.push(i);
+        suffix[inSub.length] = 0;
+        for (let p = inSub.length - 1; p >= 0; p--) suffix[p] = suffix[p + 1]! + termUb[inSub[p]! * nSub + key]!;
+        touched.length = 0;
+        for (let p = 0; p < inSub.length; p++) {
+          const rest = suffix[p]!;
+          const closed = rest * BOUND_SLACK < th; // no chunk outside `touched` can reach θ any more
+          if (closed && !touched.some((off) => (acc[off]! + rest) * BOUND_SLACK >= th)) break;
+          const i = inSub[p]!;
+          const t = terms[i]!;
+          visitedOfTerm[i]!++;
+          let ws = words[i * nBlocks + block];
+          if (!ws) {
+            // Point lookups for a term's first few blocks; past that, its remaining blocks in one range scan (a point
+            // lookup costs ≈ 13 µs, a row of the scan ≈ 2.2 µs at 1M chunks; at 1M the frequent terms' scans are ≈ 30 %
+            // of a search, and 87 % of the blocks they read are needed by a visited sub-block).
+            if (++lookups[i]! <= POINT_LOOKUPS) {
+              const data = this.stmt.getBlock.get(t.id, block);
+              if (data) words[i * nBlocks + block] = ws = decodeWords(data);
+            } else {
+              for (const [b, data] of this.stmt.termBlocks.all(t.id)) words[i * nBlocks + b] ??= decodeWords(data);
+              lookups[i] = -Infinity; // every block of the term is in `words` now
+              ws = words[i * nBlocks + block];
+            }
+            if (!ws) continue;
           }
-          if (!ws) continue;
-        }
-        // the sub-block's postings: offsets in [first, first + subSize), found by binary search (offset-sorted)
-        let lo = 0;
-        let hi = ws.length >>> 1;
-        while (lo < hi) {
-          const mid = (lo + hi) >>> 1;
-          if ((ws[2 * mid]! & mask) < first) lo = mid + 1;
-          else hi = mid;
-        }
-        for (let j = 2 * lo; j < ws.length; j += 2) {
-          const w0 = ws[j]!;
-          const tf = w0 >>> bits;
-          const off = (w0 & mask) - first;
-          if (off >= subSize) break;
-          stats.postingsRead++;
-          if (seen[off] === 0) {
-            if (closed) continue; // cannot reach θ: not worth a score
-            seen[off] = 1;
-            acc[off] = 0;
-            touched.push(off);
+          // the sub-block's postings: offsets in [first, first + subSize), found by binary search (offset-sorted)
+          let lo = 0;
+          let hi = ws.length >>> 1;
+          while (lo < hi) {
+            const mid = (lo + hi) >>> 1;
+            if ((ws[2 * mid]! & mask) < first) lo = mid + 1;
+            else hi = mid;
           }
-          acc[off] = acc[off]! + (t.w * tf) / (tf + K0 + K1 * ws[j + 1]!);
+          for (let j = 2 * lo; j < ws.length; j += 2) {
+            const w0 = ws[j]!;
+            const tf = w0 >>> bits;
+            const off = (w0 & mask) - first;
+            if (off >= subSize) break;
+            stats.postingsRead++;
+            if (seen[off] === 0) {
+              if (closed) continue; // cannot reach θ: not worth a score
+              seen[off] = 1;
+              acc[off] = 0;
+              touched.push(off);
+            }
+            acc[off] = acc[off]! + (t.w * tf) / (tf + K0 + K1 * ws[j + 1]!);
+          }
         }
-      }
-      const base = block * B + first;
-      for (const off of touched) {
-        seen[off] = 0;
-        if (acc[off]! >= th) {
-          pendingId.push(base + off);
-          pendingScore.push(acc[off]!);
+        const base = block * B + first;
+        for (const off of touched) {
+          seen[off] = 0;
+          if (acc[off]! >= th) {
+            pendingId.push(base + off);
+            pendingScore.push(acc[off]!);
+          }
         }
+        if (best.length < k || pendingId.length >= step) flush();
       }
-      if (best.length < k || pendingId.length >= step) flush();
     }
     flush();
     stats.fullScans = visitedOfTerm.filter((v, i) => v === subsOfTerm[i]).length;
@@ -745,6 +804,8 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     this.blockSize = 2 ** bits;
     this.maxTf = 2 ** (32 - bits) - 1;
     this.subShift = Math.max(0, bits - SUB_BLOCK_BITS);
+    // a small block's postings (2 words each) take no more room than a large one's bounds (1 word per sub-block)
+    this.smallBlock = Math.max(SMALL_BLOCK_MIN, (1 << (bits - this.subShift)) >>> 1);
   }
 
   /**
@@ -806,9 +867,10 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     this.db.transaction(() => {
       if (this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'dirs'").get()) return; // another connection built it
       this.db.exec(DIRS_TABLE);
+      // Every block's bounds are recomputed from its postings: format 3 kept 16 sub-blocks per block, format 4 has 64.
       const page = this.db
-        .prepare<[number, number, number], [number, number, number, Buffer | null, Buffer | null]>(
-          'SELECT term_id, block, max_tf, sub, CASE WHEN sub IS NULL THEN data END FROM blocks WHERE (term_id, block) > (?, ?) ORDER BY term_id, block LIMIT ?',
+        .prepare<[number, number, number], [number, number, Buffer]>(
+          'SELECT term_id, block, data FROM blocks WHERE (term_id, block) > (?, ?) ORDER BY term_id, block LIMIT ?',
         )
         .raw(true);
       const put = this.db.prepare('INSERT INTO dirs (term_id, seg, data) VALUES (?, ?, ?)');
@@ -823,21 +885,23 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
       for (;;) {
         const page_ = page.all(after[0], after[1], MIGRATION_PAGE);
         if (page_.length === 0) break;
-        for (const [t, block, maxTf, sub, data] of page_) {
+        for (const [t, block, data] of page_) {
           if (t !== term || block >>> DIR_SEG_BITS !== seg) {
             flush();
             term = t;
             seg = block >>> DIR_SEG_BITS;
           }
-          entries.push(dirEntry(block, maxTf, sub, decodeWords(data ?? Buffer.alloc(0))));
+          const words = decodeWords(data);
+          entries.push(dirEntry(block, this.boundsOf(words).maxTf, this.subBoundsOf(words), words));
         }
         rows += page_.length;
         const last = page_[page_.length - 1]!;
         after = [last[0], last[1]];
       }
       flush();
-      // A small block lives in its directory entry alone from now on.
-      this.db.exec('DELETE FROM blocks WHERE sub IS NULL');
+      // A small block lives in its directory entry alone from now on; a large one's bounds are in `dirs` only.
+      this.db.prepare('DELETE FROM blocks WHERE n <= ?').run(this.smallBlock);
+      this.db.exec('UPDATE blocks SET sub = NULL WHERE sub IS NOT NULL');
     }).immediate();
     const ms = Date.now() - started;
     if (rows > 0) this.log.info(`migrated ${this.file} to keyword index format ${FORMAT_VERSION} (packed block directories, ${rows} blocks) in ${ms} ms`);
@@ -898,7 +962,7 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
   /**
    * Rewrites one (term, block): `change` gets its postings (undefined when it has none) and returns the new ones (empty:
    * the block goes; undefined: no change). The bounds are recomputed exactly. A large block is its `blocks` row plus its
-   * entry (bounds) in its `dirs` row; a small one (≤ SMALL_BLOCK postings) is its `dirs` entry alone. One read and one
+   * entry (bounds) in its `dirs` row; a small one (≤ smallBlock postings) is its `dirs` entry alone. One read and one
    * rewrite of a `dirs` row of at most 2^DIR_SEG_BITS entries (≤ 608 B), plus the block row when large: constant,
    * whatever the size of the index.
    */
@@ -927,7 +991,7 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     } else {
       const { maxTf, minLen } = this.boundsOf(words);
       const sub = this.subBoundsOf(words);
-      if (sub) this.stmt.putBlock.run(termId, block, maxTf, minLen, words.length >>> 1, sub, encodeWords(words));
+      if (sub) this.stmt.putBlock.run(termId, block, maxTf, minLen, words.length >>> 1, null, encodeWords(words)); // bounds: in `dirs`
       else if (wasLarge) this.stmt.deleteBlock.run(termId, block);
       entries.splice(at, prev ? 1 : 0, dirEntry(block, maxTf, sub, words));
     }
@@ -938,11 +1002,11 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
   /**
    * A block's bounds per sub-block (2^subShift chunk ids each): 16-bit (max tf, min length) pairs, saturated (a
    * saturated tf means "use the block's max_tf"; a saturated length is below the true one, so still a bound). NULL for
-   * a block of at most SMALL_BLOCK postings: its postings are no larger than the bounds, and the directory reads them
+   * a block of at most smallBlock postings: its postings are no larger than the bounds, and the directory holds them
    * instead.
    */
   private subBoundsOf(words: Uint32Array): Buffer | null {
-    if (words.length >>> 1 <= SMALL_BLOCK) return null;
+    if (words.length >>> 1 <= this.smallBlock) return null;
     const B = this.blockSize;
     const S = this.subShift;
     const sub = new Uint16Array(2 * (B >>> S));
