@@ -882,9 +882,17 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
         entries = [];
       };
       let after: [number, number] = [-1, -1];
+      let logged = Date.now();
       for (;;) {
         const page_ = page.all(after[0], after[1], MIGRATION_PAGE);
         if (page_.length === 0) break;
+        if (rows === 0) {
+          // One pass over every block, synchronous (the file cannot be searched half-migrated): ≈ 40 s per million chunks.
+          this.log.info(`migrating ${this.file} to keyword index format ${FORMAT_VERSION} (packed block directories): one pass over every posting block, ≈ 40 s per million chunks`);
+        } else if (Date.now() - logged > 10_000) {
+          this.log.info(`migrating ${this.file}: ${rows} posting blocks so far, ${Math.round((Date.now() - started) / 1000)} s`);
+          logged = Date.now();
+        }
         for (const [t, block, data] of page_) {
           if (t !== term || block >>> DIR_SEG_BITS !== seg) {
             flush();
