@@ -486,7 +486,7 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
    * the same file waits for the lock (busy timeout) instead of failing to upgrade a read transaction.
    * (Tried and not kept: a cache of the writer's recently written `dirs` rows, checked against `PRAGMA data_version`;
    * the keyword-only fill was no faster, 0.85× / 0.83× of format 3 at 10k / 100k against 0.89× / 0.86× without it —
-   * the cost of format 4's writes is the extra pages each transaction dirties, not the reads.)
+   * the cost of format 4's writes lies elsewhere, probably in the extra pages each transaction dirties; not profiled further.)
    */
   private write<T>(fn: () => T): T {
     return this.db.transaction(fn).immediate();
