@@ -833,7 +833,7 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     this.setBlockBits(bits);
     const version = Number(this.db.pragma('user_version', { simple: true }));
     if (version > FORMAT_VERSION) {
-      throw new Error(`${this.file} is keyword index format ${version}, written by a newer release; this release reads formats 1–${FORMAT_VERSION} (upgrade, or rebuild the index with \`rag reindex\`)`);
+      throw new Error(`${this.file} is keyword index format ${version}, written by a newer release; this release reads formats 1–${FORMAT_VERSION} (run the newer release, or move the file away and rebuild it with \`rag reindex\`)`);
     }
     const oldPostings = tables.has('postings');
     if (tables.has('blocks') && !oldPostings) {
@@ -997,7 +997,7 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     if (prev?.[2]) old = prev[3];
     else if (prev) {
       const data = this.stmt.getBlock.get(termId, block);
-      if (!data) throw new Error(`${this.file}: term ${termId} block ${block} is in the directory but not in \`blocks\` (damaged file: rebuild the index with \`rag reindex\`)`);
+      if (!data) throw new Error(`${this.file}: term ${termId} block ${block} is in the directory but not in \`blocks\` (damaged file: move it away and rebuild it with \`rag reindex\`)`);
       old = decodeWords(data);
     }
     const words = change(old);
