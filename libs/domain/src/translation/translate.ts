@@ -70,6 +70,9 @@ export function segmentChinese(text: string, dict: BilingualDictionary): string[
  */
 const EVIDENCE_ALTERNATIVES = 8;
 
+/** Words of the longest gloss a Chinese word is translated by while it has one that short (see translateZhToEn). */
+const MAX_EQUIVALENT_WORDS = 2;
+
 export interface TranslationOptions {
   /** Translations kept per multi-character Chinese word (default 3). */
   sensesPerWord?: number;
@@ -118,8 +121,13 @@ export function translateZhToEn(question: string, dict: BilingualDictionary, opt
     if (CHINESE_QUESTION_WORDS.has(w) || CHINESE_STOP_WORDS.has(w)) continue;
     const glosses = dict.english(w);
     if (!glosses) continue;
-    const keep = glosses.slice(0, [...w].length === 1 ? perChar : perWord).filter((g) => englishKey(g) !== '');
-    const alternatives = glosses.slice(0, EVIDENCE_ALTERNATIVES).filter((g) => englishKey(g) !== '');
+    // Equivalents before explanations: a gloss of one or two words ("ultrasonic", "heat transfer") is a translation, a
+    // longer one ("look for and obtain", "take notice of", "at the present time") describes the word in words a document
+    // would not use together; the longer ones are used only when a word has nothing shorter (measured in the README).
+    const short = glosses.filter((g) => g.split(' ').length <= MAX_EQUIVALENT_WORDS);
+    const pool = short.length ? short : glosses;
+    const keep = pool.slice(0, [...w].length === 1 ? perChar : perWord).filter((g) => englishKey(g) !== '');
+    const alternatives = pool.slice(0, EVIDENCE_ALTERNATIVES).filter((g) => englishKey(g) !== '');
     if (keep.length) terms.push({ source: w, target: keep, alternatives });
   }
   if (terms.length === 0) return undefined;

@@ -123,6 +123,20 @@ describe('translateZhToEn', () => {
   it('keeps one sense of a single character', () => {
     expect(translateZhToEn('压', dict)?.text).toBe('press');
   });
+  it('prefers equivalents (one or two words) to explanations, and uses an explanation when a word has nothing shorter', () => {
+    const d = BilingualDictionary.of(
+      parseCedict(`目前 目前 [mu4 qian2] /at the present time/currently/
+求得 求得 [qiu2 de2] /to try to obtain/to look for and obtain/
+壓力 压力 [ya1 li4] /pressure/`),
+    );
+    const t = translateZhToEn('目前求得压力', d)!;
+    expect(t.terms.map((x) => [x.source, x.target])).toEqual([
+      ['目前', ['currently']],
+      ['求得', ['try to obtain', 'look for and obtain']],
+      ['压力', ['pressure']],
+    ]);
+    expect(t.terms[0]!.alternatives).toEqual(['currently']); // the gate reads the same equivalents
+  });
   it('is undefined when nothing translates', () => {
     expect(translateZhToEn('什么的', dict)).toBeUndefined();
   });
