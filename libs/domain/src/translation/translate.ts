@@ -124,10 +124,11 @@ export function translateZhToEn(question: string, dict: BilingualDictionary, opt
     // Equivalents before explanations: a gloss of one or two words ("ultrasonic", "heat transfer") is a translation, a
     // longer one ("look for and obtain", "take notice of", "at the present time") describes the word in words a document
     // would not use together; the longer ones are used only when a word has nothing shorter (measured in the README).
-    const short = glosses.filter((g) => g.split(' ').length <= MAX_EQUIVALENT_WORDS);
-    const pool = short.length ? short : glosses;
-    const keep = pool.slice(0, [...w].length === 1 ? perChar : perWord).filter((g) => englishKey(g) !== '');
-    const alternatives = pool.slice(0, EVIDENCE_ALTERNATIVES).filter((g) => englishKey(g) !== '');
+    const usable = glosses.filter((g) => englishKey(g) !== '');
+    const short = usable.filter((g) => g.split(' ').length <= MAX_EQUIVALENT_WORDS);
+    const pool = short.length ? short : usable;
+    const keep = pool.slice(0, [...w].length === 1 ? perChar : perWord);
+    const alternatives = pool.slice(0, EVIDENCE_ALTERNATIVES);
     if (keep.length) terms.push({ source: w, target: keep, alternatives });
   }
   if (terms.length === 0) return undefined;
