@@ -137,6 +137,10 @@ describe('translateZhToEn', () => {
     ]);
     expect(t.terms[0]!.alternatives).toEqual(['currently']); // the gate reads the same equivalents
   });
+  it('takes its first few translations among the glosses that mean something (one that cleans to nothing takes no slot)', () => {
+    const d = BilingualDictionary.of(parseCedict('測試 测试 [ce4 shi4] /the/test/trial/examination/'));
+    expect(translateZhToEn('测试', d)?.terms[0]!.target).toEqual(['test', 'trial', 'examination']);
+  });
   it('is undefined when nothing translates', () => {
     expect(translateZhToEn('什么的', dict)).toBeUndefined();
   });
