@@ -352,6 +352,34 @@ describe('EmbeddedBm25KeywordIndex', () => {
     return out;
   }
   const postingsIn = (db: Database.Database): number => allBlocks(db).reduce((n, b) => n + b.data.length / 8, 0);
+  /** A format-4 file's `dirs` rows, in key order. */
+  const dirRows = (file: string): unknown[] => {
+    const db = new Database(file, { readonly: true });
+    const rows = db.prepare('SELECT term_id, seg, data FROM dirs ORDER BY term_id, seg').all();
+    db.close();
+    return rows;
+  };
+  /**
+   * Turns a closed format-4 file into what format 3 wrote: every block a `blocks` row (a small one with `sub` NULL), no
+   * `dirs`. Returns the small blocks moved back.
+   */
+  function toFormat3(file: string): number {
+    const raw = new Database(file);
+    const put = raw.prepare('INSERT INTO blocks (term_id, block, max_tf, min_len, n, sub, data) VALUES (?, ?, ?, ?, ?, NULL, ?)');
+    let small = 0;
+    for (const b of allBlocks(raw)) {
+      if (!b.small) continue;
+      const w = new Uint32Array(Uint8Array.from(b.data).buffer);
+      let minLen = Infinity;
+      for (let j = 1; j < w.length; j += 2) minLen = Math.min(minLen, w[j]!);
+      put.run(b.term_id, b.block, b.max_tf, minLen, w.length / 2, b.data);
+      small++;
+    }
+    raw.exec('DROP TABLE dirs');
+    raw.pragma('user_version = 3');
+    raw.close();
+    return small;
+  }
 
   function zipfCorpus(n: number, seed: number, extra: (i: number) => Partial<Chunk> = () => ({})): Chunk[] {
     const r = rng(seed);
@@ -526,29 +554,13 @@ describe('EmbeddedBm25KeywordIndex', () => {
     for (const r of reqs) expect(before[reqs.indexOf(r)]).toEqual(s1.searchExhaustive(r));
     await s1.close();
     const file = path.join(dir, 'keyword.db');
-    const dirsOf = (): Array<{ term_id: number; seg: number; data: Buffer }> =>
-      new Database(file, { readonly: true }).prepare('SELECT term_id, seg, data FROM dirs ORDER BY term_id, seg').all() as Array<{ term_id: number; seg: number; data: Buffer }>;
+    const dirsOf = (): unknown[] => dirRows(file);
     const maintained = dirsOf();
     expect(maintained.length).toBeGreaterThan(50);
     const largeRows = (new Database(file, { readonly: true }).prepare('SELECT COUNT(*) AS n FROM blocks').get() as { n: number }).n;
     // Make it what format 3 wrote — every block a `blocks` row (a small one with `sub` NULL), no `dirs` — and open it
     // again: the directories are rebuilt from `blocks`, and the small blocks' rows go.
-    const raw = new Database(file);
-    const put = raw.prepare('INSERT INTO blocks (term_id, block, max_tf, min_len, n, sub, data) VALUES (?, ?, ?, ?, ?, NULL, ?)');
-    let small = 0;
-    for (const b of allBlocks(raw)) {
-      if (b.small) {
-        const w = new Uint32Array(Uint8Array.from(b.data).buffer);
-        let minLen = Infinity;
-        for (let j = 1; j < w.length; j += 2) minLen = Math.min(minLen, w[j]!);
-        put.run(b.term_id, b.block, b.max_tf, minLen, w.length / 2, b.data);
-        small++;
-      }
-    }
-    raw.exec('DROP TABLE dirs');
-    raw.pragma('user_version = 3');
-    raw.close();
-    expect(small).toBeGreaterThan(100);
+    expect(toFormat3(file)).toBeGreaterThan(100);
     const s2 = make({ blockBits: 5 });
     const check = new Database(file, { readonly: true });
     expect(check.pragma('user_version', { simple: true })).toBe(4);
@@ -575,17 +587,11 @@ describe('EmbeddedBm25KeywordIndex', () => {
     await a.close();
     await b.close();
     const file = path.join(dir, 'keyword.db');
-    const rows = (): unknown[] => new Database(file, { readonly: true }).prepare('SELECT term_id, seg, data FROM dirs ORDER BY term_id, seg').all();
-    const maintained = rows();
+    const maintained = dirRows(file);
     // rebuilt from the blocks (as a format-3 file would be), the directories are the same
-    const raw = new Database(file);
-    const put = raw.prepare('INSERT INTO blocks (term_id, block, max_tf, min_len, n, sub, data) VALUES (?, ?, ?, ?, ?, NULL, ?)');
-    for (const blk of allBlocks(raw)) if (blk.small) put.run(blk.term_id, blk.block, blk.max_tf, 0, blk.data.length / 8, blk.data);
-    raw.exec('DROP TABLE dirs');
-    raw.pragma('user_version = 3');
-    raw.close();
+    toFormat3(file);
     make({ blockBits: 5 });
-    expect(rows()).toEqual(maintained);
+    expect(dirRows(file)).toEqual(maintained);
   });
 
   it('refuses a file of a newer format (it could not read it correctly) with a message that says so', async () => {
