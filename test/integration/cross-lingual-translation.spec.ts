@@ -69,8 +69,27 @@ describe('cross-lingual retrieval by query translation', () => {
       const r = await p.query.retrieve({ question }, { tenant: 'default' });
       return { searched: spy.mock.calls.map(([req]) => req.query), top: r.results[0]?.document_id };
     });
-    expect(searched).toEqual([question.normalize('NFKC'), 'tea tea leaves ferment bubble away simmer', 'tea tea leaves ferment']);
+    // Then the question as asked once more, keyword only (its own words' hits keep a weight: see the next test).
+    expect(searched).toEqual([question.normalize('NFKC'), 'tea tea leaves ferment bubble away simmer', 'tea tea leaves ferment', question.normalize('NFKC')]);
     expect(top).toBe('tea');
+  });
+
+  it("keeps an English question's own keyword hits in Chinese documents: a name the dictionary lacks, written in Latin letters there", async () => {
+    const trees = [
+      { id: 'baobab', text: '猴面包树。\n\n猴面包树是一种大型落叶乔木，树高可达二十米，原产于热带非洲。' },
+      // Nothing here that the translation of the question searches for (高, 树): only the name finds it.
+      { id: 'kahikatea', text: '纽西兰鸡毛松。\n\n纽西兰鸡毛松（毛利语：kahikatea）是纽西兰特有的针叶植物，分布于低地及湿地。' },
+      { id: 'pine', text: '松树。\n\n松树是常绿乔木，树高一般可达三十米，叶子呈针状。' },
+    ];
+    const question = 'How tall is the kahikatea tree?';
+    const { modes, top } = await withCorpus(trees, true, async (p) => {
+      const spy = vi.spyOn(p.retriever, 'retrieve');
+      const r = await p.query.retrieve({ question }, { tenant: 'default' });
+      return { modes: spy.mock.calls.map(([req]) => `${req.mode}:${req.query === question.normalize('NFKC') ? 'asked' : 'translated'}`), top: r.results[0]?.document_id };
+    });
+    expect(modes[0]).toBe('hybrid:asked');
+    expect(modes.at(-1)).toBe('keyword:asked');
+    expect(top).toBe('kahikatea');
   });
 
   it('leaves a question whose results are in its own language untranslated (same ranking as off)', async () => {
