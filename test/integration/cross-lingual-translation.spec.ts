@@ -69,8 +69,15 @@ describe('cross-lingual retrieval by query translation', () => {
       const r = await p.query.retrieve({ question }, { tenant: 'default' });
       return { searched: spy.mock.calls.map(([req]) => req.query), top: r.results[0]?.document_id };
     });
-    // Then the question as asked once more, keyword only (its own words' hits keep a weight: see the next test).
-    expect(searched).toEqual([question.normalize('NFKC'), 'tea tea leaves ferment bubble away simmer', 'tea tea leaves ferment', question.normalize('NFKC')]);
+    // Balanced (balancedKeywordQuery): 茶叶 "tea; tea leaves" and 发酵 "ferment; bubble away; simmer" weigh the same,
+    // each translation written 6 / n times. Then the question as asked once more, keyword only (its own words' hits
+    // keep a weight: see the next test).
+    expect(searched).toEqual([
+      question.normalize('NFKC'),
+      'tea tea tea tea leaves tea leaves tea leaves ferment ferment bubble away bubble away simmer simmer',
+      'tea tea leaves ferment ferment',
+      question.normalize('NFKC'),
+    ]);
     expect(top).toBe('tea');
   });
 

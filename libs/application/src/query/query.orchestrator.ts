@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Citation, Degraded, Filters, QueryAnswer, QueryMode, RetrievalResult, RetrieveAnswer, ScoredChunk, SearchMode, SearchScope } from '@rag/contracts';
-import { externalChunkId, externalDocumentId, internalDocumentIdFilters, keywordQuery, languageShare, normalizeQuery, refineTranslation, scriptLanguage, type QueryTranslation, reciprocalRankFusion, routeQuestion, validateFilterKeys } from '@rag/domain';
+import { balancedKeywordQuery, externalChunkId, externalDocumentId, internalDocumentIdFilters, keywordQuery, languageShare, normalizeQuery, refineTranslation, scriptLanguage, type QueryTranslation, reciprocalRankFusion, routeQuestion, validateFilterKeys } from '@rag/domain';
 import { activeTraceId, AppError, inStage, Logger, setSpanAttributes, withDeadline } from '@rag/platform';
 import type { Llm, QueryTranslator } from '@rag/ports';
 import { AgentLoop } from './agent';
@@ -229,7 +229,7 @@ export class QueryOrchestrator {
         }
       }
       return withDeadline('retrieval', this.opts.deadlineMs, (signal) =>
-        this.retriever.retrieve({ query: t.text, vector, top_k: k, candidates: this.opts.candidates, filters, mode, scope }, signal),
+        this.retriever.retrieve({ query: balancedKeywordQuery(t), vector, top_k: k, candidates: this.opts.candidates, filters, mode, scope }, signal),
       );
     };
     let run = await search(translation);

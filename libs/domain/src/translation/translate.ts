@@ -104,6 +104,32 @@ function queryText(terms: QueryTranslation['terms']): string {
   return [...new Set(terms.flatMap((t) => t.target))].join(' ');
 }
 
+/** Most times one translation is repeated in balancedKeywordQuery (the least common multiple of 1–3 translations per word). */
+const BALANCE_RESOLUTION = 6;
+
+/**
+ * The translation as the keyword index searches it, **balanced**: every source word weighs the same however many
+ * translations it has. The index weighs a repeated query word by its count (BM25's query term frequency; OpenSearch's
+ * match query sums its repeated clauses the same way), so each of a word's n translations is written R/n times, R the
+ * least common multiple of the words' counts (at most BALANCE_RESOLUTION; rounded above it). In the flat query a word
+ * with three senses ("ferment bubble away simmer") outweighed a word with one three to one, so the question's
+ * ambiguous words decided the ranking. Balanced query translation (each translation weighted 1/n) is the standard
+ * remedy of dictionary-based cross-language retrieval; measured in the README (Cross-lingual). The dense search
+ * embeds `text` (the flat list): repeating words would only distort an embedding.
+ */
+export function balancedKeywordQuery(t: QueryTranslation): string {
+  const counts = t.terms.map((term) => term.target.length).filter((n) => n > 0);
+  const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
+  let r = counts.reduce((l, n) => (l * n) / gcd(l, n), 1);
+  if (r > BALANCE_RESOLUTION) r = BALANCE_RESOLUTION;
+  const out: string[] = [];
+  for (const term of t.terms) {
+    const times = Math.max(1, Math.round(r / term.target.length));
+    for (const g of term.target) for (let i = 0; i < times; i++) out.push(g);
+  }
+  return out.join(' ');
+}
+
 /**
  * Chinese question → English keyword query: segmented by the dictionary, question words and stop words dropped,
  * each word replaced by its first few cleaned translations (all of them kept in order: the keyword index scores

@@ -1,5 +1,5 @@
 import { BilingualDictionary, buildDictionary, cleanSense, cleanSenses, englishKey, isSingleCharProperNoun, parseCedict } from './dictionary';
-import { languageShare, scriptLanguage, segmentChinese, segmentHan, translateEnToZh, translateQuery, translateZhToEn, translationForEvidence, refineTranslation } from './translate';
+import { balancedKeywordQuery, languageShare, scriptLanguage, segmentChinese, segmentHan, translateEnToZh, translateQuery, translateZhToEn, translationForEvidence, refineTranslation } from './translate';
 
 // A few lines of CC-CEDICT's text format (cedict_ts.u8), as MDBG publishes it (CC BY-SA 4.0): enough for each rule.
 const CEDICT = `# CC-CEDICT
@@ -196,6 +196,23 @@ describe('refineTranslation', () => {
     const t = { target: 'zh' as const, text: '典范', terms: [{ source: 'model', target: ['典范'], alternatives: ['典范', '模型', '模式'] }] };
     expect(refineTranslation(t, ['风洞中的模型试验与模式'])!.text).toBe('模型');
     expect(refineTranslation(t, ['典范'])).toBeUndefined();
+  });
+});
+
+describe('balancedKeywordQuery', () => {
+  it("writes each of a word's n translations R/n times, so that every source word weighs the same", () => {
+    const t = translateZhToEn('研究边界层', dict)!;
+    // 研究: research, study, look into (3); 边界层: boundary layer (1) → R = 3
+    expect(balancedKeywordQuery(t)).toBe('research study look into boundary layer boundary layer boundary layer');
+    const two = { target: 'en' as const, text: 'a b c', terms: [{ source: '甲', target: ['a', 'b'] }, { source: '乙', target: ['c'] }, { source: '丙', target: ['d', 'e', 'f'] }] };
+    // counts 2, 1, 3 → R = 6: 3 times each of two, 6 times the one, twice each of three
+    expect(balancedKeywordQuery(two).split(' ').reduce<Record<string, number>>((m, w) => ({ ...m, [w]: (m[w] ?? 0) + 1 }), {})).toEqual({ a: 3, b: 3, c: 6, d: 2, e: 2, f: 2 });
+  });
+  it('caps the repeats at the resolution (rounded) and keeps a one-sense query as it is', () => {
+    const four = { target: 'en' as const, text: '', terms: [{ source: '甲', target: ['a', 'b', 'c', 'd'] }, { source: '乙', target: ['e', 'f', 'g'] }, { source: '丙', target: ['h'] }] };
+    const n = balancedKeywordQuery(four).split(' ').reduce<Record<string, number>>((m, w) => ({ ...m, [w]: (m[w] ?? 0) + 1 }), {});
+    expect(n).toEqual({ a: 2, b: 2, c: 2, d: 2, e: 2, f: 2, g: 2, h: 6 });
+    expect(balancedKeywordQuery(translateZhToEn('边界层', dict)!)).toBe('boundary layer');
   });
 });
 
