@@ -594,6 +594,59 @@ describe('EmbeddedBm25KeywordIndex', () => {
     expect(dirRows(file)).toEqual(maintained);
   });
 
+  it('serves repeated terms from a bounded cache that stays exact through its own writes and another connection\'s commits', async () => {
+    const s = make({ blockBits: 5 });
+    const other = make({ blockBits: 5 });
+    await s.upsert(zipfCorpus(1500, 7));
+    const r = rng(5);
+    const queries = ['w0x', 'w0x w1x w2x', 'w0x w3x w40x w7ax', 'w1x', 'w2x w9x w0x w11x w3x', 'w5x w0x'];
+    const check = (query: string, k = 10) => {
+      const req = { query, k, scope };
+      const got = s.searchWithStats(req).hits;
+      expect({ query, got: got.map((h) => h.chunk_id) }).toEqual({ query, got: s.searchExhaustive(req).map((h) => h.chunk_id) });
+      return got.map((h) => h.chunk_id);
+    };
+    for (const q of queries) check(q);
+    const before = s.termCacheStats();
+    for (const q of queries) check(q);
+    expect(s.termCacheStats().hits).toBeGreaterThan(before.hits); // the second round read cached terms
+    expect(s.termCacheStats().bytes).toBeGreaterThan(0);
+    // This connection's writes evict the terms they touch: a new chunk heavy in w0x is found at once, a deleted one gone.
+    await s.upsert([chunk('hot', 1, 0, 'w0x '.repeat(30).trim())]);
+    expect(check('w0x', 3)).toContain('hot#v1#0');
+    await s.deleteDocument('hot');
+    expect(check('w0x', 3)).not.toContain('hot#v1#0');
+    // Another connection's commit clears the cache (PRAGMA data_version).
+    await other.upsert([chunk('cold', 1, 0, 'w1x '.repeat(30).trim())]);
+    expect(check('w1x', 3)).toContain('cold#v1#0');
+    // Randomised: writes from either connection between searches, every search equal to the exhaustive evaluation.
+    const words = queries.join(' ').split(' ');
+    for (let trial = 0; trial < 60; trial++) {
+      const writer = r() < 0.5 ? s : other;
+      const id = `x${Math.floor(r() * 40)}`;
+      if (r() < 0.3) await writer.deleteDocument(id);
+      else await writer.upsert([chunk(id, 1, 0, Array.from({ length: 1 + Math.floor(r() * 20) }, () => words[Math.floor(r() * words.length)]!).join(' '))]);
+      check(queries[trial % queries.length]!, [1, 5, 20][trial % 3]);
+    }
+  });
+
+  it('keeps the term cache within its budget, and 0 turns it off (same results)', async () => {
+    const corpus = zipfCorpus(1500, 8);
+    const small = make({ blockBits: 5, termCacheBytes: 16_384 });
+    await small.upsert(corpus);
+    const off = make({ blockBits: 5, termCacheBytes: 0 }, dir);
+    const reqs = ['w0x w1x w2x', 'w3x w4x', 'w0x w5x w6x w7x', 'w1x w2x'].map((query) => ({ query, k: 10, scope }));
+    for (let round = 0; round < 2; round++) {
+      for (const req of reqs) {
+        expect(await small.search(req)).toEqual(small.searchExhaustive(req));
+        expect(await off.search(req)).toEqual(await small.search(req));
+        expect(small.termCacheStats().bytes).toBeLessThanOrEqual(16_384);
+      }
+    }
+    expect(off.termCacheStats()).toMatchObject({ bytes: 0, hits: 0 });
+    expect(() => make({ termCacheBytes: -1 })).toThrow(/termCacheBytes/);
+  });
+
   it('refuses a file of a newer format (it could not read it correctly) with a message that says so', async () => {
     const s1 = make();
     await s1.upsert(zipfCorpus(50, 3));

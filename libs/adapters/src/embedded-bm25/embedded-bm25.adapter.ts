@@ -7,6 +7,7 @@ import { keywordText, tokenize } from '@rag/domain';
 import { Logger } from '@rag/platform';
 import type { KeywordHit, KeywordIndex, KeywordSearchRequest } from '@rag/ports';
 import { scopeAndFiltersSql } from './sql-filters';
+import { TermCache } from './term-cache';
 import { openSqlite } from '../sqlite/open-sqlite';
 import { documentRuns, WRITE_RUN_ITEMS, yieldToLoop } from '../sqlite/write-runs';
 
@@ -116,6 +117,12 @@ export interface EmbeddedBm25KeywordIndexOptions {
    * same results, memory bounded by its postings.
    */
   maxBoundSlots?: number;
+  /**
+   * Bytes of decoded posting data kept between searches (default 256 MiB; 0: off): the query terms' block directories
+   * and the frequent terms' large blocks, least recently used dropped first (TermCache). Exact: a write to a term
+   * evicts it, and another connection's commit clears the cache.
+   */
+  termCacheBytes?: number;
   logger?: Logger;
 }
 
@@ -176,6 +183,10 @@ const SMALL_FLAG = 0x80000000;
 const DIRS_TABLE = 'CREATE TABLE IF NOT EXISTS dirs (term_id INTEGER NOT NULL, seg INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (term_id, seg)) WITHOUT ROWID';
 const DEFAULT_BLOCK_BITS = 10;
 const DEFAULT_MMAP_BYTES = 2 ** 31;
+/** Default of termCacheBytes. */
+const DEFAULT_TERM_CACHE_BYTES = 256 * 2 ** 20;
+/** What a cached directory entry costs besides its words (a 4-element array and a typed-array view), for the budget. */
+const DIR_ENTRY_OVERHEAD = 160;
 /** Slack on upper bounds so float rounding in the sums can never prune a chunk that belongs in the top k. */
 const BOUND_SLACK = 1 + 1e-9;
 /**
@@ -278,6 +289,10 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
   private readonly db: Database.Database;
   private closed = false;
   private readonly searchCache = new Map<string, Database.Statement>();
+  /** Decoded directories and large blocks of recent query terms (see TermCache), valid for `cacheVersion`. */
+  private readonly termCache: TermCache<DirEntry[], Map<number, Uint32Array>>;
+  /** `PRAGMA data_version` when the term cache was last known valid (another connection's commit changes it). */
+  private cacheVersion = -1;
   /** log2 of the chunk ids per block, and derived masks. */
   private bits = DEFAULT_BLOCK_BITS;
   private blockSize = 1 << DEFAULT_BLOCK_BITS;
@@ -306,6 +321,7 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     termDf: Database.Statement<[string], { term: string; id: number; df: number }>;
     directory: Database.Statement<[number], Buffer>;
     termBlocks: Database.Statement<[number], [number, Buffer]>;
+    dataVersion: Database.Statement<[], number>;
     docRows: Database.Statement<[string], ChunkRow>;
     docRowsExcept: Database.Statement<[string, number], ChunkRow>;
     getMany: Database.Statement<[string], { chunk_id: string; body: string }>;
@@ -325,6 +341,9 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     if (!Number.isInteger(wantBits) || wantBits < 0 || wantBits > 16) throw new Error(`EmbeddedBm25KeywordIndex: blockBits must be an integer in 0..16 (got ${wantBits})`);
     this.maxBoundSlots = opts.maxBoundSlots ?? MAX_BOUND_SLOTS;
     if (!(this.maxBoundSlots >= 0)) throw new Error(`EmbeddedBm25KeywordIndex: maxBoundSlots must be >= 0 (got ${opts.maxBoundSlots})`);
+    const cacheBytes = opts.termCacheBytes ?? DEFAULT_TERM_CACHE_BYTES;
+    if (!Number.isSafeInteger(cacheBytes) || cacheBytes < 0) throw new Error(`EmbeddedBm25KeywordIndex: termCacheBytes must be a non-negative integer (got ${opts.termCacheBytes})`);
+    this.termCache = new TermCache(cacheBytes);
     const mmap = opts.mmapBytes ?? DEFAULT_MMAP_BYTES;
     if (!Number.isSafeInteger(mmap) || mmap < 0) throw new Error(`EmbeddedBm25KeywordIndex: mmapBytes must be a non-negative integer (got ${mmap})`);
     if (os.endianness() !== 'LE') throw new Error('EmbeddedBm25KeywordIndex: the packed posting blocks are little-endian; this host is big-endian');
@@ -381,6 +400,7 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
         // A term's directory: its `dirs` rows (8 blocks' bounds each, or the postings of small blocks; see readDirSegment).
         directory: this.db.prepare<[number], Buffer>('SELECT data FROM dirs WHERE term_id = ?').pluck(true),
         termBlocks: this.db.prepare<[number], [number, Buffer]>('SELECT block, data FROM blocks WHERE term_id = ?').raw(true),
+        dataVersion: this.db.prepare<[], number>('PRAGMA data_version').pluck(true),
         docRows: this.db.prepare(`SELECT ${cols} FROM chunks WHERE document_id = ?`),
         docRowsExcept: this.db.prepare(`SELECT ${cols} FROM chunks WHERE document_id = ? AND version <> ?`),
         getMany: this.db.prepare('SELECT chunk_id, body FROM chunks WHERE chunk_id IN (SELECT value FROM json_each(?))'),
@@ -420,6 +440,8 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     const hits = this.db.transaction(() => {
       const terms = this.queryTerms(req.query);
       if (!terms) return [];
+      // Inside the read transaction, after its first read: the version of the snapshot this search reads.
+      this.validateTermCache();
       stats.terms = terms.list.length;
       return this.blockMax(terms.list, terms.avgdl, limit, req, stats);
     })();
@@ -438,6 +460,20 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
       const terms = this.queryTerms(req.query);
       return terms ? this.exhaustive(terms.list, terms.avgdl, limit, req) : [];
     })();
+  }
+
+  /** What the term cache holds and served (hits and misses count query terms). */
+  termCacheStats(): { bytes: number; maxBytes: number; hits: number; misses: number } {
+    return { bytes: this.termCache.size, maxBytes: this.termCache.maxBytes, hits: this.termCache.hits, misses: this.termCache.misses };
+  }
+
+  /** Clears the term cache when another connection committed since it was filled (this connection's writes evict per term). */
+  private validateTermCache(): void {
+    const v = this.stmt.dataVersion.get()!;
+    if (v !== this.cacheVersion) {
+      this.termCache.clear();
+      this.cacheVersion = v;
+    }
   }
 
   async getChunks(chunkIds: string[]): Promise<Chunk[]> {
@@ -570,11 +606,23 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     const subSize = 1 << S;
     const subCount = B >>> S;
     const nt = terms.length;
-    // 1. Directories: every term's `dirs` rows (bounds per sub-block, or a small block's postings themselves).
-    const dirs = terms.map((t) => {
+    // 1. Directories: every term's `dirs` rows (bounds per sub-block, or a small block's postings themselves), from
+    //    the term cache when a recent search read them.
+    const cachedBlocks: Array<Map<number, Uint32Array> | undefined> = [];
+    const dirs = terms.map((t, i) => {
       stats.postingsTotal += t.df;
+      const hit = this.termCache.get(t.id);
+      if (hit) {
+        cachedBlocks[i] = hit.blocks;
+        return hit.dir;
+      }
       const entries: DirEntry[] = [];
-      for (const seg of this.stmt.directory.all(t.id)) readDirSegment(seg, entries);
+      let bytes = 0;
+      for (const seg of this.stmt.directory.all(t.id)) {
+        readDirSegment(seg, entries);
+        bytes += seg.byteLength;
+      }
+      this.termCache.putDir(t.id, entries, bytes + entries.length * DIR_ENTRY_OVERHEAD);
       return entries;
     });
     let nBlocks = 0;
@@ -738,12 +786,27 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
           if (!ws) {
             // Point lookups for a term's first few blocks; past that, its remaining blocks in one range scan (a point
             // lookup costs ≈ 13 µs, a row of the scan ≈ 2.2 µs at 1M chunks; at 1M the frequent terms' scans are ≈ 30 %
-            // of a search, and 87 % of the blocks they read are needed by a visited sub-block).
-            if (++lookups[i]! <= POINT_LOOKUPS) {
+            // of a search, and 87 % of the blocks they read are needed by a visited sub-block). A scanned term's blocks
+            // are kept in the term cache, and a later search takes them all from there.
+            const hot = cachedBlocks[i];
+            if (hot) {
+              for (const [b, data] of hot) words[i * nBlocks + b] ??= data;
+              cachedBlocks[i] = undefined;
+              lookups[i] = -Infinity;
+              ws = words[i * nBlocks + block];
+            } else if (++lookups[i]! <= POINT_LOOKUPS) {
               const data = this.stmt.getBlock.get(t.id, block);
               if (data) words[i * nBlocks + block] = ws = decodeWords(data);
             } else {
-              for (const [b, data] of this.stmt.termBlocks.all(t.id)) words[i * nBlocks + b] ??= decodeWords(data);
+              const scanned = new Map<number, Uint32Array>();
+              let bytes = 0;
+              for (const [b, data] of this.stmt.termBlocks.all(t.id)) {
+                const d = decodeWords(data);
+                scanned.set(b, d);
+                bytes += d.byteLength;
+                words[i * nBlocks + b] ??= d;
+              }
+              this.termCache.putBlocks(t.id, scanned, bytes);
               lookups[i] = -Infinity; // every block of the term is in `words` now
               ws = words[i * nBlocks + block];
             }
@@ -987,6 +1050,7 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
    * whatever the size of the index.
    */
   private updateBlock(termId: number, block: number, change: (old: Uint32Array | undefined) => Uint32Array | undefined): void {
+    this.termCache.evict(termId); // before the write: a failed (rolled back) write leaves at most a cache miss
     const seg = block >>> DIR_SEG_BITS;
     const segData = this.stmt.getDirSeg.get(termId, seg);
     const entries: DirEntry[] = [];

@@ -238,7 +238,7 @@ export async function createKeywordIndex(config: AppConfig): Promise<KeywordInde
   const kind = config.RAG_KEYWORD_INDEX;
   switch (kind) {
     case 'embedded':
-      return new EmbeddedBm25KeywordIndex({ dir: config.dataDir, synchronous: config.RAG_SQLITE_SYNCHRONOUS });
+      return new EmbeddedBm25KeywordIndex({ dir: config.dataDir, synchronous: config.RAG_SQLITE_SYNCHRONOUS, termCacheBytes: config.RAG_KEYWORD_TERM_CACHE_MB * 2 ** 20 });
     case 'opensearch': {
       const { OpenSearchKeywordIndex } = await import('../opensearch');
       return new OpenSearchKeywordIndex({ node: config.RAG_OPENSEARCH_URL, prefix: config.RAG_KEYWORD_INDEX_PREFIX, timeoutMs: storeTimeoutMs(config) });

@@ -12,6 +12,7 @@ export interface KeywordWorkerData {
   dir: string;
   k1?: number;
   b?: number;
+  termCacheBytes?: number;
 }
 
 let index: EmbeddedBm25KeywordIndex | undefined;
@@ -31,6 +32,11 @@ export default async function keywordSearchTask(req: unknown): Promise<KeywordHi
   const problem = problemOf(req);
   if (problem) throw new TypeError(`invalid keyword search request: ${problem}`);
   const data = workerData as KeywordWorkerData;
-  index ??= new EmbeddedBm25KeywordIndex({ dir: data.dir, ...(data.k1 !== undefined ? { k1: data.k1 } : {}), ...(data.b !== undefined ? { b: data.b } : {}) });
+  index ??= new EmbeddedBm25KeywordIndex({
+    dir: data.dir,
+    ...(data.k1 !== undefined ? { k1: data.k1 } : {}),
+    ...(data.b !== undefined ? { b: data.b } : {}),
+    ...(data.termCacheBytes !== undefined ? { termCacheBytes: data.termCacheBytes } : {}),
+  });
   return index.search(req as KeywordSearchRequest);
 }

@@ -250,6 +250,13 @@ export const ConfigSchema = z.object({
   /** Embedded SQLite durability: NORMAL survives a killed process (WAL); FULL also survives power loss, slower. */
   RAG_SQLITE_SYNCHRONOUS: z.enum(['NORMAL', 'FULL']).default('NORMAL'),
   /**
+   * MiB of decoded posting data the embedded keyword index keeps between searches (its query terms' block directories
+   * and the frequent terms' blocks, least recently used dropped first; exact under writes). Per keyword index
+   * connection: the server's, plus one per RAG_QUERY_WORKERS worker. 0: off. Measured in scripts/bench/README.md
+   * (keyword-scale).
+   */
+  RAG_KEYWORD_TERM_CACHE_MB: int(256, 0, 65_536),
+  /**
    * Embedded start-up check of every store file: SQLite `quick_check` (default; ≈0.1 s per 100 MB), `full`
    * (`integrity_check`, ≈3–4× slower, also checks index contents) or `off` (schema and cross-store counts only).
    */
