@@ -143,6 +143,42 @@ async function startEmbedded(dataDir) {
   };
 }
 
+// ---------- where a retrieve's time goes ----------
+
+/** The query-path stages a /v1/retrieve runs, as the server's rag_stage_duration_seconds names them. */
+const RETRIEVE_STAGES = ['retrieve', 'retrieve-keyword', 'retrieve-dense', 'query-embed'];
+
+/** Sum and count of rag_stage_duration_seconds per stage (all label sets of a stage added), from GET /metrics. */
+async function stageTotals(url, apiKey) {
+  try {
+    const r = await c.httpJson('GET', `${url}/metrics`, undefined, { apiKey, timeoutMs: 10_000 });
+    if (!r.ok) return undefined;
+    const totals = {};
+    for (const line of r.text.split('\n')) {
+      const m = /^rag_stage_duration_seconds_(sum|count)\{([^}]*)\} ([0-9.eE+-]+)$/.exec(line);
+      const stage = m && /(?:^|,)stage="([^"]+)"/.exec(m[2])?.[1];
+      if (!stage || !RETRIEVE_STAGES.includes(stage)) continue;
+      totals[stage] ??= { sum: 0, count: 0 };
+      totals[stage][m[1]] += Number(m[3]);
+    }
+    return totals;
+  } catch {
+    return undefined; // a gateway without the stages (distributed: they run in other processes) or no /metrics
+  }
+}
+
+/** Mean ms per call of each stage between two stageTotals readings (undefined where it did not run). */
+function stageMeans(before, after) {
+  if (!before || !after) return undefined;
+  const out = {};
+  for (const stage of RETRIEVE_STAGES) {
+    const a = after[stage];
+    const b = before[stage] ?? { sum: 0, count: 0 };
+    if (a && a.count > b.count) out[stage] = (1000 * (a.sum - b.sum)) / (a.count - b.count);
+  }
+  return out;
+}
+
 // ---------- one step ----------
 
 /** A status or submit call that timed out or lost its connection is retried (a slow poll is a measurement, not an error). */
@@ -329,11 +365,14 @@ async function run(argv) {
       const bytes = dataDir ? duBytes(dataDir) : undefined;
       const rss = sumProc(target.pids, (pid) => c.procRssMiB(pid));
       const load = {};
+      let stages;
       for (const path of ['/v1/retrieve', '/v1/query']) {
         const bodiesFile = bodies[path];
         if (opts.warmup > 0) await runCannon({ url: target.url, path, connections: opts.connections, duration: opts.warmup, bodiesFile, apiKey: opts.apiKey, timeout: 30 }, (opts.warmup + 60) * 1000);
         c.log(`step ${step}: ${path} at ${opts.connections} connections for ${opts.duration} s …`);
+        const before = path === '/v1/retrieve' ? await stageTotals(target.url, opts.apiKey) : undefined;
         load[path] = await runCannon({ url: target.url, path, connections: opts.connections, duration: opts.duration, bodiesFile, apiKey: opts.apiKey, timeout: 30 }, (opts.duration + 60) * 1000);
+        if (path === '/v1/retrieve') stages = stageMeans(before, await stageTotals(target.url, opts.apiKey));
       }
       const row = {
         step_chunks: step,
@@ -353,6 +392,8 @@ async function run(argv) {
         stalls: r.stalls,
         retrieve: summarize(load['/v1/retrieve']),
         query: summarize(load['/v1/query']),
+        // mean ms per call of the retrieve's stages under the /v1/retrieve load (the server's own histogram)
+        retrieve_stage_ms: stages,
       };
       rows.push(row);
       c.log(
@@ -405,6 +446,14 @@ async function run(argv) {
         ]),
       },
     ];
+    if (rows.some((r) => r.retrieve_stage_ms)) {
+      const ms = (r, stage) => c.fmt(r.retrieve_stage_ms?.[stage], 1);
+      sections.push({
+        title: 'inside /v1/retrieve under that load: mean ms per call of each stage (the server\'s rag_stage_duration_seconds; keyword and dense run in parallel inside retrieve, and wall time includes waiting for the event loop)',
+        head: ['chunks', 'query-embed', 'retrieve', 'retrieve-keyword', 'retrieve-dense'],
+        rows: rows.map((r) => [r.index_chunks, ms(r, 'query-embed'), ms(r, 'retrieve'), ms(r, 'retrieve-keyword'), ms(r, 'retrieve-dense')]),
+      });
+    }
     const notes = [
       'docs/s and chunks/s are per step: from the step\'s first submit to its last terminal status (submission runs at most --backlog-docs ahead of indexing).',
       'chunks: a 400-document sample of each step\'s statuses × the step\'s indexed documents (the synthetic documents are 1–3 dev-set passages each).',
