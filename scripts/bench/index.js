@@ -12,6 +12,7 @@
 //   llm     the in-process GGUF model (RAG_LLM=local): time to first token, decode and prompt tokens/s, queued pairs
 //   registry  registry write latency per call and docs/s, SQLite vs PostgreSQL (the adapters of the services)
 //   replicas  bench ingest and bench load against the distributed platform with 1 and 2 replicas per service
+//   milvus-scale  Milvus HNSW / IVF_SQ8 through the platform's adapter at 100k/1M vectors: recall@10, P99 at 50 searches/s, memory per vector
 //   scale   synthetic corpus ingested in steps to 10k/100k(/1M) chunks: docs/s, bytes written/doc, data/chunk, RSS, retrieve/query P50-P99
 //
 // Each prints progress on stderr, then a results table and one JSON line on stdout (with hardware and date).
@@ -25,6 +26,7 @@ const BENCHES = {
   'hnsw-persist': () => require('./hnsw-persist'),
   'keyword-scale': () => require('./keyword-scale'),
   scale: () => require('./scale'),
+  'milvus-scale': () => require('./milvus-scale'),
   llm: () => require('./llm'),
   registry: () => require('./registry'),
   replicas: () => require('./replicas'),

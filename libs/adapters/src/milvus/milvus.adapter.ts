@@ -39,7 +39,7 @@ import { buildMilvusExpr, milvusDocumentExpr, milvusDocumentsExpr, milvusStringL
  *   An existing collection is checked for its dimension; when its index type differs from the configured one the
  *   existing index wins (with a warning) and the search parameters follow it.
  * - Upsert uses Milvus 2.3's native `upsert` (delete + insert of the primary key in one request), in batches of
- *   `batchSize` rows (default 500); duplicate chunk ids inside one call are collapsed (last wins) because Milvus would
+ *   `batchSize` rows (default 100, see {@link DEFAULT_UPSERT_ROWS}); duplicate chunk ids inside one call are collapsed (last wins) because Milvus would
  *   otherwise keep both rows.
  * - Search: tenant, ACL and metadata filters become one boolean expression ({@link buildMilvusExpr}) passed with the
  *   search request, so Milvus filters inside the ANN search (never post-filtered). Metric COSINE: Milvus 2.3 returns
@@ -100,7 +100,7 @@ export interface MilvusVectorStoreOptions {
   timeoutMs?: number;
   /** Deadline of create/index/load/flush calls in ms (default 120 000). */
   adminTimeoutMs?: number;
-  /** Rows per upsert request (default 500, 1..10 000). */
+  /** Rows per upsert request (default 100, 1..10 000; see {@link DEFAULT_UPSERT_ROWS}). */
   batchSize?: number;
   /** Shards of a new collection (default 1). */
   shards?: number;
@@ -112,6 +112,16 @@ export interface MilvusVectorStoreOptions {
   client?: MilvusClientLike;
   logger?: Logger;
 }
+
+/**
+ * Rows per upsert request by default. Not larger, because the SDK's client-side encoding is quadratic in the rows of
+ * one request (`@zilliz/milvus2-sdk-node` 2.3.5, the last 2.3 release, builds a vector column with
+ * `field.data = field.data.concat(row)` per row): measured through this store on 2 cores, 384-dim rows with tenant,
+ * ACL and metadata, 6,000 rows one request after another — 50 rows a request 1,466 rows/s (0.34 ms of this process's
+ * CPU per row), 100: 1,849 (0.39), 200: 1,602 (0.52), 500 (the old default): 1,115 (0.87); 2,000: 431. Smaller than
+ * 100 the per-request round trips (the SDK describes the collection before every insert) win again.
+ */
+export const DEFAULT_UPSERT_ROWS = 100;
 
 /** Milvus caps topk (and ef) at 16 384. */
 export const MILVUS_MAX_TOPK = 16_384;
@@ -234,7 +244,7 @@ export class MilvusVectorStore implements VectorStore {
     this.searchConsistency = consistency(opts.consistencyLevel ?? 'Bounded');
     this.timeoutMs = positiveInt('timeoutMs', opts.timeoutMs ?? 10_000);
     this.adminTimeoutMs = positiveInt('adminTimeoutMs', opts.adminTimeoutMs ?? 120_000);
-    this.batchSize = positiveInt('batchSize', opts.batchSize ?? 500, 1, 10_000);
+    this.batchSize = positiveInt('batchSize', opts.batchSize ?? DEFAULT_UPSERT_ROWS, 1, 10_000);
     this.shards = positiveInt('shards', opts.shards ?? 1, 1, 64);
     this.address = opts.address ?? '127.0.0.1:19530';
     this.collection = opts.collectionName ?? milvusCollectionName(opts.modelId, opts.dim, opts.collectionPrefix ?? 'rag');
