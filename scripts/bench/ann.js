@@ -387,7 +387,7 @@ async function benchMilvus({ opts, base, baseArrays, queryArrays, nq, k, mopts, 
   } catch (e) {
     return { skipped: `skipped: not reachable at ${opts.milvus}: ${e.message} (${hint})` };
   }
-  const pid = milvusPid();
+  const pid = c.milvusPid();
   const collection = `rag_bench_ann_${process.pid}_${Date.now()}`;
   const check = (what, r) => {
     const status = r?.status ?? r;
@@ -535,14 +535,5 @@ async function benchMilvus({ opts, base, baseArrays, queryArrays, nq, k, mopts, 
 }
 
 /** The local Milvus server's pid (from deploy/local's pid file), to read its RSS; undefined otherwise. */
-function milvusPid() {
-  const f = join(c.root, '.local', 'run', 'milvus.pid');
-  try {
-    const pid = Number(require('node:fs').readFileSync(f, 'utf8').trim());
-    return Number.isInteger(pid) && pid > 0 && existsSync(`/proc/${pid}`) ? pid : undefined;
-  } catch {
-    return undefined;
-  }
-}
 
 module.exports = { run, HELP };

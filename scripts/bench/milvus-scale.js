@@ -5,8 +5,6 @@
 // then IVF_SQ8 over the same rows: recall@10 against exact cosine search, latency (P50/P95/P99) of searches sent at a
 // fixed rate (default 50 per second, open loop: a late answer does not delay the next request), and the memory the
 // loaded index costs per vector against the vectors' float32 bytes.
-const { existsSync, readFileSync } = require('node:fs');
-const { join } = require('node:path');
 const c = require('./lib/common');
 
 const spec = {
@@ -128,15 +126,6 @@ function groundTruth(base, dim, queries, nq, sizes) {
   return out;
 }
 
-function milvusPid() {
-  const f = join(c.root, '.local', 'run', 'milvus.pid');
-  try {
-    const pid = Number(readFileSync(f, 'utf8').trim());
-    return Number.isInteger(pid) && pid > 0 && existsSync(`/proc/${pid}`) ? pid : undefined;
-  } catch {
-    return undefined;
-  }
-}
 
 async function entitySize(url, collectionId) {
   try {
@@ -184,7 +173,7 @@ async function run(argv) {
   const dim = opts.dim;
   const top = sizes[sizes.length - 1];
   const collection = `rag_bench_scale_${process.pid}`;
-  const pid = milvusPid();
+  const pid = c.milvusPid();
 
   c.log(`generating ${top} + ${opts.queries} vectors (dim ${dim}, latent ${opts.latent}, ${opts.clusters} clusters) …`);
   const tg = Date.now();

@@ -218,6 +218,16 @@ function procTreeRssMiB(pid, depth = 0) {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+/** The pid of the local Milvus launcher (deploy/local/servers.sh writes .local/run/milvus.pid), if it runs. */
+function milvusPid() {
+  try {
+    const pid = Number(readFileSync(join(root, '.local', 'run', 'milvus.pid'), 'utf8').trim());
+    return Number.isInteger(pid) && pid > 0 && existsSync(`/proc/${pid}`) ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** fetch with a timeout; JSON body in, parsed JSON (or text) out. */
 async function httpJson(method, url, body, { timeoutMs = 30_000, apiKey } = {}) {
   const res = await fetch(url, {
@@ -349,6 +359,7 @@ module.exports = {
   procRssMiB,
   procTreeRssMiB,
   sleep,
+  milvusPid,
   httpJson,
   readJsonl,
   readCranfield,
