@@ -1,6 +1,6 @@
 'use strict';
 // bench milvus-scale: the distributed mode's vector store at scale (issue 13's Milvus targets). Vectors go in through
-// the platform's own MilvusVectorStore (upserts of 500 rows with tenant, ACL and metadata, as the indexer writes
+// the platform's own MilvusVectorStore (upserts with tenant, ACL and metadata, as the indexer writes
 // them) in steps (default 10k and 100k; `--sizes 100000,1000000` for the 1M target); at each step, for HNSW and
 // then IVF_SQ8 over the same rows: recall@10 against exact cosine search, latency (P50/P95/P99) of searches sent at a
 // fixed rate (default 50 per second, open loop: a late answer does not delay the next request), and the memory the
@@ -14,7 +14,8 @@ const spec = {
   clusters: { type: 'int', default: 1000, help: 'topics (mixture components) of the synthetic vectors' },
   queries: { type: 'int', default: 100, help: 'held-out query vectors (recall and the paced load draw from them)' },
   k: { type: 'int', default: 100, help: 'hits per search (the retriever asks for 100 dense candidates; recall@10 is over the first 10)' },
-  rate: { type: 'int', default: 50, help: 'searches per second of the paced load' },
+  rates: { type: 'intlist', default: [50], help: 'searches per second of the paced load, one after the other (e.g. 10,25,50)' },
+  unfiltered: { type: 'bool', default: false, help: 'also time the same searches without the tenant/ACL expression (the SDK directly): what the filter costs' },
   duration: { type: 'int', default: 20, help: 'seconds of paced load per index and step' },
   index: { type: 'list', default: ['HNSW', 'IVF_SQ8'], help: 'index types to measure at each step' },
   m: { type: 'int', default: 16, help: 'HNSW M (RAG_HNSW_M default)' },
@@ -26,6 +27,7 @@ const spec = {
   milvus: { type: 'string', default: process.env.RAG_MILVUS_ADDRESS || '127.0.0.1:19530', help: 'Milvus address (RAG_MILVUS_ADDRESS)' },
   'milvus-metrics': { type: 'string', default: 'http://127.0.0.1:9091/metrics', help: "Milvus health port's Prometheus endpoint (entity_size)" },
   keep: { type: 'bool', default: false, help: 'keep the collection (default: dropped at the end)' },
+  reuse: { type: 'string', default: '', help: 'measure a collection a --keep run left (its name; its rows must be the first --sizes vectors of the same --seed/--dim/--latent/--clusters); no upserts' },
   'max-seconds': { type: 'int', default: 7200, help: 'hard limit for the whole run' },
 };
 
@@ -172,7 +174,8 @@ async function run(argv) {
   };
   const dim = opts.dim;
   const top = sizes[sizes.length - 1];
-  const collection = `rag_bench_scale_${process.pid}`;
+  const collection = opts.reuse || `rag_bench_scale_${process.pid}`;
+  if (opts.reuse && sizes.length !== 1) throw new Error('--reuse measures one collection as it is: give its row count as the only --sizes');
   const pid = c.milvusPid();
 
   c.log(`generating ${top} + ${opts.queries} vectors (dim ${dim}, latent ${opts.latent}, ${opts.clusters} clusters) …`);
@@ -211,11 +214,20 @@ async function run(argv) {
   let currentIndex = indexes[0];
   let filled = 0;
   let collectionId;
+  if (opts.reuse) {
+    const stats = await client.getCollectionStatistics({ collection_name: collection });
+    const n = Number(stats.data?.row_count ?? stats.stats?.find?.((x) => x.key === 'row_count')?.value);
+    if (n !== sizes[0]) throw new Error(`--reuse ${collection}: it holds ${n} rows, --sizes says ${sizes[0]}`);
+    const d = await client.describeIndex({ collection_name: collection, field_name: 'vector' });
+    currentIndex = d.index_descriptions?.[0]?.params?.find?.((x) => x.key === 'index_type')?.value ?? currentIndex;
+    filled = sizes[0];
+    c.log(`reusing ${collection}: ${n} rows, index ${currentIndex}`);
+  }
   try {
     for (const size of sizes) {
       // 1. Fill through the platform's adapter (the index the collection has keeps building meanwhile).
-      c.log(`step ${size}: upserting vectors ${filled}–${size} …`);
       const ti = Date.now();
+      if (size > filled) c.log(`step ${size}: upserting vectors ${filled}–${size} …`);
       for (let s = filled; s < size; s += 2000) {
         const batch = [];
         for (let i = s; i < Math.min(size, s + 2000); i++) {
@@ -232,9 +244,10 @@ async function run(argv) {
         await writer.upsert(batch);
         if ((s - filled) % 100_000 === 0 && s > filled) c.log(`  ${s} upserted (${Math.round((s - filled) / ((Date.now() - ti) / 1000))} vectors/s)`);
       }
-      await writer.sealSegments();
-      const insertS = (Date.now() - ti) / 1000;
-      c.log(`  upsert + flush ${insertS.toFixed(1)} s (${Math.round((size - filled) / insertS)} vectors/s)`);
+      const reused = size === filled;
+      if (!reused) await writer.sealSegments();
+      const insertS = reused ? undefined : (Date.now() - ti) / 1000;
+      if (!reused) c.log(`  upsert + flush ${insertS.toFixed(1)} s (${Math.round((size - filled) / insertS)} vectors/s)`);
       filled = size;
       if (collectionId === undefined) {
         const desc = await client.describeCollection({ collection_name: collection });
@@ -284,27 +297,43 @@ async function run(argv) {
           }
           const recall = hit / (opts.queries * 10);
           // 4. Paced load: one search every 1000/rate ms, each timed from when it was due.
-          c.log(`  ${indexType}: recall@10 ${recall.toFixed(3)}; ${opts.rate} searches/s for ${opts.duration} s …`);
-          const n = opts.rate * opts.duration;
-          const interval = 1000 / opts.rate;
-          const lat = [];
-          let failed = 0;
-          const t0 = performance.now();
-          const pending = [];
-          for (let i = 0; i < n; i++) {
-            const due = t0 + i * interval;
-            const wait = due - performance.now();
-            if (wait > 0) await c.sleep(wait);
-            const q = i % opts.queries;
-            pending.push(
-              store.search({ vector: queries.subarray(q * dim, (q + 1) * dim), k: opts.k, scope }).then(
-                () => lat.push(performance.now() - due),
-                () => failed++,
-              ),
-            );
+          const paced = [];
+          const variants = [{ filter: 'tenant+ACL', search: (v) => store.search({ vector: v, k: opts.k, scope }) }];
+          if (opts.unfiltered) {
+            const params = indexType === 'HNSW' ? { ef: Math.max(opts.ef, opts.k) } : { nprobe: opts.nprobe };
+            variants.push({
+              filter: 'none',
+              search: async (v) =>
+                check('search', await client.search({ collection_name: collection, vector: Array.from(v), limit: opts.k, params, metric_type: 'COSINE', output_fields: ['chunk_id'], consistency_level: 'Bounded' })),
+            });
           }
-          await Promise.all(pending);
-          const achieved = n / ((performance.now() - t0) / 1000);
+          for (const variant of variants) {
+            for (const rate of opts.rates) {
+              c.log(`  ${indexType}: recall@10 ${recall.toFixed(3)}; ${rate} searches/s for ${opts.duration} s, filter ${variant.filter} …`);
+              const n = rate * opts.duration;
+              const interval = 1000 / rate;
+              const lat = [];
+              let failed = 0;
+              const t0 = performance.now();
+              const pending = [];
+              for (let i = 0; i < n; i++) {
+                const due = t0 + i * interval;
+                const wait = due - performance.now();
+                if (wait > 0) await c.sleep(wait);
+                const q = i % opts.queries;
+                pending.push(
+                  variant.search(queries.subarray(q * dim, (q + 1) * dim)).then(
+                    () => lat.push(performance.now() - due),
+                    () => failed++,
+                  ),
+                );
+              }
+              await Promise.all(pending);
+              const p = { filter: variant.filter, rate, achieved_rate: n / ((performance.now() - t0) / 1000), searches: n, failed, ...latency(lat) };
+              paced.push(p);
+              c.log(`    P50/P95/P99 ${c.fmt(p.p50)}/${c.fmt(p.p95)}/${c.fmt(p.p99)} ms at ${p.achieved_rate.toFixed(1)}/s (${failed} failed)`);
+            }
+          }
           // 5. Memory of the loaded collection: Milvus RSS loaded minus released.
           const rssLoaded = pid ? c.procTreeRssMiB(pid) : undefined;
           const es = collectionId ? await entitySize(opts.milvusMetrics, collectionId) : undefined;
@@ -321,7 +350,7 @@ async function run(argv) {
             load_s: loadS,
             recall_at_10: recall,
             serial_ms: latency(serial),
-            paced: { rate: opts.rate, achieved_rate: achieved, searches: n, failed, ...latency(lat) },
+            paced,
             rss_loaded_mib: rssLoaded,
             rss_released_mib: rssReleased,
             rss_bytes_per_vector: rssPerVector,
@@ -329,9 +358,7 @@ async function run(argv) {
             entity_bytes_per_vector: es !== undefined ? es / size : undefined,
           };
           rows.push(row);
-          c.log(
-            `  ${indexType}: P50/P95/P99 ${c.fmt(row.paced.p50)}/${c.fmt(row.paced.p95)}/${c.fmt(row.paced.p99)} ms at ${achieved.toFixed(1)}/s (${failed} failed); RSS ${c.fmt(rssPerVector, 0)} B/vector (${c.fmt(row.rss_vs_float32, 2)}× float32)`,
-          );
+          c.log(`  ${indexType}: RSS ${c.fmt(rssPerVector, 0)} B/vector (${c.fmt(row.rss_vs_float32, 2)}× float32)`);
         } finally {
           await store.close();
         }
@@ -353,37 +380,39 @@ async function run(argv) {
     }
   } finally {
     await writer.close().catch(() => {});
-    if (!opts.keep) await client.dropCollection({ collection_name: collection }).catch(() => {});
+    if (!opts.keep && !opts.reuse) await client.dropCollection({ collection_name: collection }).catch(() => {});
     client.closeConnection();
     stop();
   }
 
-  const first = (ix) => rows.find((r) => r.index === ix);
   const sections = [
     {
-      title: `Milvus through MilvusVectorStore: k=${opts.k}, tenant + ACL expression on every search, ${opts.rate} searches/s open loop for ${opts.duration} s`,
-      head: ['vectors', 'index', 'params', 'upsert s', 'index wait s', 'recall@10', 'serial P50 ms', 'paced P50/P95/P99 ms', 'achieved /s', 'failed', 'RSS B/vector', '× float32', 'entity B/vector', 'P99 ÷ first step'],
-      rows: rows.map((r) => [
-        r.size.toLocaleString('en-US'),
-        r.index,
-        r.params,
-        c.fmt(r.insert_s, 1),
-        c.fmt(r.build_wait_s, 1),
-        c.fmt(r.recall_at_10, 3),
-        c.fmt(r.serial_ms.p50, 1),
-        `${c.fmt(r.paced.p50, 1)}/${c.fmt(r.paced.p95, 1)}/${c.fmt(r.paced.p99, 1)}`,
-        c.fmt(r.paced.achieved_rate, 1),
-        r.paced.failed,
-        c.fmt(r.rss_bytes_per_vector, 0),
-        c.fmt(r.rss_vs_float32, 2),
-        c.fmt(r.entity_bytes_per_vector, 0),
-        `${c.fmt(r.paced.p99 / first(r.index).paced.p99, 2)}×`,
-      ]),
+      title: `Milvus through MilvusVectorStore (filter tenant+ACL) or the SDK directly (filter none): k=${opts.k}, searches sent at a fixed rate (open loop) for ${opts.duration} s each`,
+      head: ['vectors', 'index', 'params', 'upsert s', 'index wait s', 'recall@10', 'serial P50 ms', 'filter', 'rate /s', 'achieved /s', 'P50/P95/P99 ms', 'failed', 'RSS B/vector', '× float32', 'entity B/vector'],
+      rows: rows.flatMap((r) =>
+        r.paced.map((p) => [
+          r.size.toLocaleString('en-US'),
+          r.index,
+          r.params,
+          c.fmt(r.insert_s, 1),
+          c.fmt(r.build_wait_s, 1),
+          c.fmt(r.recall_at_10, 3),
+          c.fmt(r.serial_ms.p50, 1),
+          p.filter,
+          p.rate,
+          c.fmt(p.achieved_rate, 1),
+          `${c.fmt(p.p50, 1)}/${c.fmt(p.p95, 1)}/${c.fmt(p.p99, 1)}`,
+          p.failed,
+          c.fmt(r.rss_bytes_per_vector, 0),
+          c.fmt(r.rss_vs_float32, 2),
+          c.fmt(r.entity_bytes_per_vector, 0),
+        ]),
+      ),
     },
   ];
   const notes = [
     `synthetic vectors (see --help): dim ${dim}, latent ${opts.latent}, ${opts.clusters} clusters, seed ${opts.seed}; exact top-10 of ${opts.queries} held-out queries computed here in ${gtSeconds.toFixed(0)} s`,
-    'upsert s: the platform adapter\'s upserts (500 rows a request) plus a flush; index wait s: until every row is indexed (a type switch rebuilds over all rows)',
+    'upsert s: the platform adapter\'s upserts (its default rows per request) plus a flush; index wait s: until every row is indexed (a type switch rebuilds over all rows)',
     'RSS B/vector: the Milvus processes loaded minus released, per vector (allocators keep memory: a lower bound of what the index holds); float32 is 4·dim bytes',
     `this process generated the load on the same ${hw.nproc} cores as Milvus`,
   ];

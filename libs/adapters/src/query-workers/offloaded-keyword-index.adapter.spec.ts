@@ -48,8 +48,20 @@ describe('OffloadedKeywordIndex (embedded BM25 searches on a worker thread)', ()
   it('finds exactly what the main-thread index finds (scopes, ACL, filters, Chinese), from the worker', async () => {
     const { inner, index } = await setup();
     for (const req of requests) expect(await index.search(req)).toEqual(await inner.search(req));
-    expect(index.stats()).toEqual({ inWorker: requests.length, inline: 0, retriedInProcess: 0, timedOut: 0 });
+    expect(index.stats()).toEqual({ inWorker: requests.length, small: 0, inline: 0, retriedInProcess: 0, timedOut: 0 });
     expect((await index.search({ query: 'wing', k: 10, scope })).length).toBeGreaterThan(0);
+  }, 60_000);
+
+  it('minSearchMs: searches stay on this thread while recent ones were cheaper than it, and go to a worker once they are not (same hits either way)', async () => {
+    const cheap = await setup({ minSearchMs: 1e9 });
+    for (const req of requests) expect(await cheap.index.search(req)).toEqual(await cheap.inner.search(req));
+    expect(cheap.index.stats()).toEqual({ inWorker: 0, small: requests.length, inline: 0, retriedInProcess: 0, timedOut: 0 });
+    // a threshold every real search exceeds: the average (1/32 per search, samples capped at 4× the threshold) passes
+    // it after 10 searches, which run here; every later one runs on the worker
+    const costly = await setup({ minSearchMs: 1e-6 });
+    const many = [...requests, ...requests, ...requests];
+    for (const req of many) expect(await costly.index.search(req)).toEqual(await costly.inner.search(req));
+    expect(costly.index.stats()).toEqual({ inWorker: many.length - 10, small: 10, inline: 0, retriedInProcess: 0, timedOut: 0 });
   }, 60_000);
 
   it('sees every write that returned before the search (upsert, replace, delete), and delegates the rest', async () => {
@@ -72,7 +84,7 @@ describe('OffloadedKeywordIndex (embedded BM25 searches on a worker thread)', ()
     expect(hits.length).toBeGreaterThan(0);
     expect(index.stats()).toMatchObject({ retriedInProcess: 1 });
     expect(await index.search(requests[0]!)).toEqual(await inner.search(requests[0]!));
-    expect(index.stats()).toEqual({ inWorker: 1, inline: 0, retriedInProcess: 1, timedOut: 0 });
+    expect(index.stats()).toEqual({ inWorker: 1, small: 0, inline: 0, retriedInProcess: 1, timedOut: 0 });
   }, 60_000);
 
   it('a search stuck past the time limit fails with the setting named (never hangs); searches meanwhile run on this thread, not queued behind it', async () => {
@@ -91,7 +103,7 @@ describe('OffloadedKeywordIndex (embedded BM25 searches on a worker thread)', ()
     expect(events).toEqual(['other search answered', 'stuck search failed']);
     // the replacement worker takes the next one
     expect(await index.search(requests[2]!)).toEqual(await inner.search(requests[2]!));
-    expect(index.stats()).toEqual({ inWorker: 1, inline: 1, retriedInProcess: 0, timedOut: 1 });
+    expect(index.stats()).toEqual({ inWorker: 1, small: 0, inline: 1, retriedInProcess: 0, timedOut: 1 });
   }, 60_000);
 
   it('closes the pool and the inner index; a search after close is refused', async () => {

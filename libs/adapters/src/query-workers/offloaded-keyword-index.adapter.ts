@@ -14,10 +14,18 @@ export interface OffloadedKeywordIndexOptions {
   index: KeywordWorkerData;
   /** The worker module (`.ts` source or built `.js`); default: keyword-search.worker of this folder. Tests pass their own. */
   workerFile?: string;
+  /**
+   * Searches go to a worker only while recent searches took longer than this on average (RAG_QUERY_WORKERS_MIN_MS;
+   * default 0: always). A search on a small index costs less than handing it over and competing for the other core
+   * (see {@link OffloadedKeywordIndex}); on a large one it is the request's main cost.
+   */
+  minSearchMs?: number;
 }
 
 export interface OffloadedKeywordStats {
   inWorker: number;
+  /** Searches run on this thread because recent searches were cheaper than `minSearchMs`. */
+  small: number;
   /** Searches run on this thread because every worker was busy (no queue behind a worker). */
   inline: number;
   /** Searches whose worker failed (crashed, exited, could not open the index) and that ran on this thread instead. */
@@ -44,8 +52,14 @@ export interface OffloadedKeywordStats {
 export class OffloadedKeywordIndex implements KeywordIndex {
   private readonly log = new Logger('keyword-workers');
   private pool: Piscina<KeywordSearchRequest, KeywordHit[]> | undefined;
-  private readonly counts: OffloadedKeywordStats = { inWorker: 0, inline: 0, retriedInProcess: 0, timedOut: 0 };
+  private readonly counts: OffloadedKeywordStats = { inWorker: 0, small: 0, inline: 0, retriedInProcess: 0, timedOut: 0 };
   private busy = 0;
+  /**
+   * Moving average of recent searches' time in ms, wherever they ran: weight 1/32 for the newest, each sample capped
+   * at 4 × minSearchMs, so one slow outlier (a cold file, the pool starting) cannot move a small index onto the
+   * workers, while a sustained cost above the threshold does within a few dozen searches.
+   */
+  private recentMs = 0;
   private closed = false;
 
   constructor(
@@ -84,15 +98,25 @@ export class OffloadedKeywordIndex implements KeywordIndex {
     if (this.closed) throw new Error('keyword index is closed');
     // plain data only across the thread boundary (a request with functions or symbols would fail to clone)
     const task: KeywordSearchRequest = { query: req.query, k: req.k, scope: req.scope, ...(req.filters !== undefined ? { filters: req.filters } : {}) };
+    const t0 = performance.now();
+    const minMs = this.options.minSearchMs ?? 0;
+    const timed = (hits: KeywordHit[]): KeywordHit[] => {
+      this.recentMs += (Math.min(performance.now() - t0, 4 * minMs) - this.recentMs) / 32;
+      return hits;
+    };
+    if (this.recentMs < minMs) {
+      this.counts.small++;
+      return timed(await this.inner.search(req));
+    }
     if (this.busy >= this.options.workers) {
       this.counts.inline++;
-      return this.inner.search(req);
+      return timed(await this.inner.search(req));
     }
     this.busy++;
     try {
       const hits = await this.poolOf().run(task, { signal: AbortSignal.timeout(this.options.timeoutMs) });
       this.counts.inWorker++;
-      return hits;
+      return timed(hits);
     } catch (err) {
       if (this.closed) throw new Error('keyword index was closed during a search', { cause: err });
       if (isAbort(err)) {

@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { z } from 'zod';
 
@@ -219,21 +220,30 @@ export const ConfigSchema = z.object({
   RAG_GENERATOR_MEMO_CHARS: int(1_000_000, 0, 1_000_000_000),
   /**
    * Query work off the event loop (issue 13 item 3). RAG_QUERY_WORKERS: worker threads that run the embedded keyword
-   * index's searches (BM25 MaxScore over keyword.db, each worker with its own read connection; profiled at ≈ 50 % of
-   * the loop's busy time under /v1/query load); a search finding every worker busy runs on the main thread (no queue).
-   * Only the embedded keyword index (OpenSearch/Elasticsearch search in the engine). RAG_GENERATOR_WORKERS: worker
-   * threads for the generator's relevance gate and extractive answerer (≈ 3 % of busy time with the memo,
-   * RAG_GENERATOR_MEMO_*). Both default to 0 (main thread) — a deviation from the cores − 1 first planned, because on
-   * the 2-core machine measured (bench load, 6.2k chunks, 10 connections, load generator on the same cores) neither
-   * paid: keyword workers 0.93–1.21× req/s with P95 1.6–2.3× worse, generator workers 0.84× req/s. Set them to cores − 1
-   * where the server has a core to spare (the load does not come from the same machine) and measure.
+   * index's searches (block-max BM25 over keyword.db, each worker with its own read connection and term cache); a
+   * search finding every worker busy runs on the main thread (no queue). Only the embedded keyword index
+   * (OpenSearch/Elasticsearch search in the engine). Default: 1 where the machine has 2 or more cores, 0 on one — and
+   * only searches that cost something go there (RAG_QUERY_WORKERS_MIN_MS, default 3): on the 2-core machine measured
+   * (bench load, 10 connections, the load generator on the same cores) workers for every search did not pay on a small
+   * index (6.2k chunks: 0.93–1.21× req/s with P95 1.6–2.3× worse), and did on a large one (104k chunks: 1.16× req/s,
+   * P50 0.78×, P99 1.3× worse; scripts/bench/README.md), where the keyword search becomes most of a request; on a small
+   * index searches stay under the threshold and run on the main thread as before. One, not cores − 1: each worker holds
+   * its own connection, memory map and term cache (≈ +450 MiB RSS at 104k chunks), and Node reports the host's cores,
+   * not a container's CPU limit. RAG_GENERATOR_WORKERS: worker threads for the generator's relevance gate and
+   * extractive answerer (≈ 3 % of busy time with the memo, RAG_GENERATOR_MEMO_*); default 0 (0.84× req/s measured).
    * A crashed worker's task is re-run on the main thread; a task past RAG_QUERY_WORKER_TIMEOUT_MS (from when a worker
    * takes it) stops its worker: a keyword search then fails (the answer comes with `degraded: keyword`), a generator
    * task gives a refusal.
    */
-  RAG_QUERY_WORKERS: int(0, 0, 64),
+  RAG_QUERY_WORKERS: int(availableParallelism() >= 2 ? 1 : 0, 0, 64),
   RAG_GENERATOR_WORKERS: int(0, 0, 64),
   RAG_QUERY_WORKER_TIMEOUT_MS: int(10_000, 100, 600_000),
+  /**
+   * With RAG_QUERY_WORKERS > 0: keyword searches go to a worker only while recent searches took longer than this many
+   * ms on average (a slow moving average, outliers capped; see OffloadedKeywordIndex); cheaper ones stay on the main
+   * thread, where handing them over costs more than it saves. 0: every search to a worker.
+   */
+  RAG_QUERY_WORKERS_MIN_MS: num(3, 0, 60_000),
 
   RAG_HNSW_M: int(16, 4, 128),
   RAG_HNSW_EF_CONSTRUCTION: int(200, 8, 4096),

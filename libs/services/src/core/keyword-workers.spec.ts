@@ -1,5 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Test } from '@nestjs/testing';
 import type { Chunk } from '@rag/contracts';
@@ -31,10 +31,10 @@ afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-async function keywordIndexWith(workers: number) {
+async function keywordIndexWith(workers: number, minMs = 0) {
   const dir = mkdtempSync(join(tmpdir(), 'rag-kw-wiring-'));
   dirs.push(dir);
-  const config = loadConfig({ RAG_DATA_DIR: dir, RAG_EMBEDDER: 'hashing', RAG_KEYWORD_INDEX: 'embedded', RAG_QUERY_WORKERS: String(workers) });
+  const config = loadConfig({ RAG_DATA_DIR: dir, RAG_EMBEDDER: 'hashing', RAG_KEYWORD_INDEX: 'embedded', RAG_QUERY_WORKERS: String(workers), RAG_QUERY_WORKERS_MIN_MS: String(minMs) });
   const app = await Test.createTestingModule({ imports: [CoreModule.forRoot(config, ['keywords'])] }).compile();
   await app.init();
   return { app, index: app.get<KeywordIndex>(KEYWORD_INDEX) };
@@ -57,6 +57,20 @@ describe('CoreModule keyword index and RAG_QUERY_WORKERS', () => {
     } finally {
       await pooled.app.close();
       await plain.app.close();
+    }
+  }, 60_000);
+
+  it('defaults: one worker where there are two cores or more, and only for searches over RAG_QUERY_WORKERS_MIN_MS (3 ms) — a small index searches on the main thread', async () => {
+    const defaults = loadConfig({ RAG_DATA_DIR: '/tmp/unused' });
+    expect(defaults.RAG_QUERY_WORKERS).toBe(availableParallelism() >= 2 ? 1 : 0);
+    expect(defaults.RAG_QUERY_WORKERS_MIN_MS).toBe(3);
+    const pooled = await keywordIndexWith(1, 3);
+    try {
+      await pooled.index.upsert([chunk('a', 'The wing root carries the bending load.')]);
+      for (let i = 0; i < 20; i++) expect((await pooled.index.search({ query: 'wing load', k: 5, scope: { tenant: 't' } })).length).toBe(1);
+      expect((pooled.index as unknown as { stats(): { inWorker: number; small: number } }).stats()).toMatchObject({ inWorker: 0, small: 20 });
+    } finally {
+      await pooled.app.close();
     }
   }, 60_000);
 });
