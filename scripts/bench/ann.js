@@ -406,24 +406,6 @@ async function benchMilvus({ opts, base, baseArrays, queryArrays, nq, k, mopts, 
       return undefined;
     }
   };
-  /** milvus_querynode_entity_size of the collection (loaded data, without the index) from the health port's /metrics. */
-  const entitySize = async (collectionId) => {
-    try {
-      c.assertLoopbackUrl(opts.milvusMetrics, '--milvus-metrics');
-      const r = await c.httpJson('GET', opts.milvusMetrics, undefined, { timeoutMs: 5000 });
-      let sum = 0;
-      let found = false;
-      for (const m of r.text.matchAll(/^milvus_querynode_entity_size\{([^}]*)\}\s+(\S+)/gm)) {
-        if (new RegExp(`collection_id="${collectionId}"`).test(m[1])) {
-          sum += Number(m[2]);
-          found = true;
-        }
-      }
-      return found ? sum : undefined;
-    } catch {
-      return undefined;
-    }
-  };
   const out = { address: opts.milvus, collection, builds: [] };
   try {
     c.log(`milvus: collection ${collection}, inserting ${base.n} vectors …`);
@@ -482,7 +464,7 @@ async function benchMilvus({ opts, base, baseArrays, queryArrays, nq, k, mopts, 
       } catch (e) {
         build.segment_info_error = e.message;
       }
-      const es = collectionId ? await entitySize(collectionId) : undefined;
+      const es = collectionId ? await c.milvusEntitySize(opts.milvusMetrics, collectionId) : undefined;
       if (es !== undefined) build.loaded_data_bytes_per_vector = es / base.n;
       const memAfter = await nodeMemory();
       if (memBefore !== undefined && memAfter !== undefined) build.getmetric_mem_delta_bytes_per_vector = (memAfter - memBefore) / base.n;

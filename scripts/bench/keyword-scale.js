@@ -38,11 +38,6 @@ queries (tenant "t1" + principals ["g2"], k hits) run through:
               the query tokens, joined on a tenant/ACL table, ORDER BY rank (bm25(), fixed k1=1.2 b=0.75) LIMIT k
 Every pruned result list is compared with the exhaustive one (ids in order); mismatches are counted.`;
 
-function latency(ms) {
-  const s = [...ms].sort((a, b) => a - b);
-  return { mean: s.reduce((a, b) => a + b, 0) / s.length, p50: c.quantile(s, 0.5), p95: c.quantile(s, 0.95), p99: c.quantile(s, 0.99) };
-}
-
 async function run(argv) {
   const opts = c.parseArgs(argv, spec);
   if (opts.help) return void process.stdout.write(c.usage(HELP, spec));
@@ -215,9 +210,9 @@ async function run(argv) {
             cached.searchWithStats({ query: q, k: opts.k, scope });
             return performance.now() - t0;
           });
-          const cold = latency(timeAll(queries.filter((_, i) => i % 2 === 0)));
-          const unseen = latency(timeAll(queries.filter((_, i) => i % 2 === 1)));
-          const repeated = latency(timeAll(queries));
+          const cold = c.latencySummary(timeAll(queries.filter((_, i) => i % 2 === 0)));
+          const unseen = c.latencySummary(timeAll(queries.filter((_, i) => i % 2 === 1)));
+          const repeated = c.latencySummary(timeAll(queries));
           const st = cached.termCacheStats();
           cache = { mb: opts.termCacheMb, cold, unseen, repeated, cached_mib: st.bytes / 2 ** 20, term_hit_rate: st.hits / Math.max(1, st.hits + st.misses) };
         } finally {
@@ -234,9 +229,9 @@ async function run(argv) {
         blocks_visited_share: blocksTotal ? blocksVisited / blocksTotal : 0,
         filter_checks_per_query: filterChecks / queries.length,
         mismatches,
-        pruned: latency(t.pruned),
-        exhaustive: latency(t.exhaustive),
-        fts5: fts ? latency(t.fts5) : null,
+        pruned: c.latencySummary(t.pruned),
+        exhaustive: c.latencySummary(t.exhaustive),
+        fts5: fts ? c.latencySummary(t.fts5) : null,
         term_cache: cache,
       };
       steps.push(step);

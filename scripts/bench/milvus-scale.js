@@ -129,29 +129,6 @@ function groundTruth(base, dim, queries, nq, sizes) {
 }
 
 
-async function entitySize(url, collectionId) {
-  try {
-    c.assertLoopbackUrl(url, '--milvus-metrics');
-    const r = await c.httpJson('GET', url, undefined, { timeoutMs: 5000 });
-    let sum = 0;
-    let found = false;
-    for (const m of r.text.matchAll(/^milvus_querynode_entity_size\{([^}]*)\}\s+(\S+)/gm)) {
-      if (m[1].includes(`collection_id="${collectionId}"`)) {
-        sum += Number(m[2]);
-        found = true;
-      }
-    }
-    return found ? sum : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-function latency(ms) {
-  const s = [...ms].sort((a, b) => a - b);
-  return { p50: c.quantile(s, 0.5), p95: c.quantile(s, 0.95), p99: c.quantile(s, 0.99), max: s[s.length - 1] };
-}
-
 async function run(argv) {
   const opts = c.parseArgs(argv, spec);
   if (opts.help) return void process.stdout.write(c.usage(HELP, spec));
@@ -329,14 +306,14 @@ async function run(argv) {
                 );
               }
               await Promise.all(pending);
-              const p = { filter: variant.filter, rate, achieved_rate: n / ((performance.now() - t0) / 1000), searches: n, failed, ...latency(lat) };
+              const p = { filter: variant.filter, rate, achieved_rate: n / ((performance.now() - t0) / 1000), searches: n, failed, ...c.latencySummary(lat) };
               paced.push(p);
               c.log(`    P50/P95/P99 ${c.fmt(p.p50)}/${c.fmt(p.p95)}/${c.fmt(p.p99)} ms at ${p.achieved_rate.toFixed(1)}/s (${failed} failed)`);
             }
           }
           // 5. Memory of the loaded collection: Milvus RSS loaded minus released.
           const rssLoaded = pid ? c.procTreeRssMiB(pid) : undefined;
-          const es = collectionId ? await entitySize(opts.milvusMetrics, collectionId) : undefined;
+          const es = collectionId ? await c.milvusEntitySize(opts.milvusMetrics, collectionId) : undefined;
           check('release', await client.releaseCollection({ collection_name: collection }));
           await c.sleep(5000);
           const rssReleased = pid ? c.procTreeRssMiB(pid) : undefined;
@@ -349,7 +326,7 @@ async function run(argv) {
             build_wait_s: buildS,
             load_s: loadS,
             recall_at_10: recall,
-            serial_ms: latency(serial),
+            serial_ms: c.latencySummary(serial),
             paced,
             rss_loaded_mib: rssLoaded,
             rss_released_mib: rssReleased,

@@ -218,6 +218,34 @@ function procTreeRssMiB(pid, depth = 0) {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * milvus_querynode_entity_size of one collection (its loaded raw fields, without the index), in bytes, from the
+ * Milvus health port's Prometheus endpoint; undefined when the endpoint or the collection's series is not there.
+ */
+async function milvusEntitySize(metricsUrl, collectionId) {
+  try {
+    assertLoopbackUrl(metricsUrl, '--milvus-metrics');
+    const r = await httpJson('GET', metricsUrl, undefined, { timeoutMs: 5000 });
+    let sum = 0;
+    let found = false;
+    for (const m of r.text.matchAll(/^milvus_querynode_entity_size\{([^}]*)\}\s+(\S+)/gm)) {
+      if (m[1].includes(`collection_id="${collectionId}"`)) {
+        sum += Number(m[2]);
+        found = true;
+      }
+    }
+    return found ? sum : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Mean, P50/P95/P99 and max of a list of latencies (ms). */
+function latencySummary(ms) {
+  const s = [...ms].sort((a, b) => a - b);
+  return { mean: s.reduce((a, b) => a + b, 0) / s.length, p50: quantile(s, 0.5), p95: quantile(s, 0.95), p99: quantile(s, 0.99), max: s[s.length - 1] };
+}
+
 /** The pid of the local Milvus launcher (deploy/local/servers.sh writes .local/run/milvus.pid), if it runs. */
 function milvusPid() {
   try {
@@ -360,6 +388,8 @@ module.exports = {
   procTreeRssMiB,
   sleep,
   milvusPid,
+  milvusEntitySize,
+  latencySummary,
   httpJson,
   readJsonl,
   readCranfield,
