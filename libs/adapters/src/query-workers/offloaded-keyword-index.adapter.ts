@@ -104,12 +104,10 @@ export class OffloadedKeywordIndex implements KeywordIndex {
       this.recentMs += (Math.min(performance.now() - t0, 4 * minMs) - this.recentMs) / 32;
       return hits;
     };
-    if (this.recentMs < minMs) {
-      this.counts.small++;
-      return timed(await this.inner.search(req));
-    }
-    if (this.busy >= this.options.workers) {
-      this.counts.inline++;
+    // on this thread: recent searches were cheap (`small`), or every worker is busy (`inline`)
+    const here = this.recentMs < minMs ? 'small' : this.busy >= this.options.workers ? 'inline' : undefined;
+    if (here) {
+      this.counts[here]++;
       return timed(await this.inner.search(req));
     }
     this.busy++;
