@@ -54,7 +54,21 @@ export class RetrieverService implements RetrieveCall {
     };
     const wantDense = req.mode !== 'keyword';
     const wantKeyword = req.mode !== 'dense';
-    const [dense, keyword] = await Promise.all([
+    // The keyword search starts first: on the embedded index it either goes to a worker (so that thread starts at
+    // once, in parallel with the dense search below) or runs here synchronously when every worker is busy. Started
+    // second, such an inline keyword search ran before the dense search's continuation, and the `retrieve-dense`
+    // stage time then included it (at 1M chunks: 36 ms "dense" under load for a graph search of ~1 ms).
+    const keywordSearch: Promise<KeywordHit[]> =
+      wantKeyword
+        ? timed('retrieve-keyword', this.keywords.constructor.name, () => this.keywords.search({ query: req.query, k: req.candidates, scope: req.scope, filters: req.filters })).catch(
+            (e: unknown) => {
+              this.log.warn('keyword search failed; answering from dense search', { error: String(e) });
+              degraded.push('keyword');
+              return [] as KeywordHit[];
+            },
+          )
+        : Promise.resolve([] as KeywordHit[]);
+    const denseSearch: Promise<VectorHit[]> =
       wantDense
         ? req.vector
           ? timed('retrieve-dense', this.vectors.constructor.name, () => this.vectors.search({ vector: req.vector!, k: req.candidates, scope: req.scope, filters: req.filters })).catch(
@@ -65,17 +79,8 @@ export class RetrieverService implements RetrieveCall {
               },
             )
           : (degraded.push('dense'), Promise.resolve([] as VectorHit[]))
-        : Promise.resolve([] as VectorHit[]),
-      wantKeyword
-        ? timed('retrieve-keyword', this.keywords.constructor.name, () => this.keywords.search({ query: req.query, k: req.candidates, scope: req.scope, filters: req.filters })).catch(
-            (e: unknown) => {
-              this.log.warn('keyword search failed; answering from dense search', { error: String(e) });
-              degraded.push('keyword');
-              return [] as KeywordHit[];
-            },
-          )
-        : Promise.resolve([] as KeywordHit[]),
-    ]);
+        : Promise.resolve([] as VectorHit[]);
+    const [dense, keyword] = await Promise.all([denseSearch, keywordSearch]);
 
     const t0 = performance.now();
     // Fusion of both result lists (RAG_FUSION), then the version fence (the registry's active versions): the `fuse` stage.
