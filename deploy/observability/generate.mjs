@@ -438,6 +438,14 @@ function queryLatency() {
       ['sum by (kind, model) (rate(rag_llm_tokens_total[$__rate_interval]))', '{{model}} {{kind}}'],
     ], fieldConfig('short')),
   );
+  y += 8;
+  panels.push(
+    // Embedded mode: a rising main_busy share means the keyword workers are saturated and the event loop pays for
+    // the searches (more RAG_QUERY_WORKERS, or more cores); timed_out means RAG_QUERY_WORKER_TIMEOUT_MS is hit.
+    panel(id++, 'Embedded keyword searches/s by thread', 'timeseries', { x: 0, y, w: 12, h: 8 }, [
+      ['sum by (thread) (rate(rag_keyword_searches_total[$__rate_interval]))', '{{thread}}'],
+    ], fieldConfig('ops')),
+  );
   return dashboard('rag-query-latency', 'RAG / Query latency', 'Where the time of a question goes: each stage of the query path at P50, P95 and P99.', panels, [stageVar]);
 }
 

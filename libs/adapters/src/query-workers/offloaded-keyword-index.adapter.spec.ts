@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Chunk, SearchScope } from '@rag/contracts';
+import { metrics } from '@rag/platform';
 import type { KeywordSearchRequest } from '@rag/ports';
 import { EmbeddedBm25KeywordIndex } from '../embedded-bm25';
 import { testChunkOf } from '../testing/chunks';
@@ -26,6 +27,15 @@ const requests: KeywordSearchRequest[] = [
   { query: '首都', k: 3, scope },
   { query: 'the of', k: 3, scope },
 ];
+
+/** rag_keyword_searches_total by thread, as /metrics would show it. */
+async function threadCounts(): Promise<Record<string, number>> {
+  const out: Record<string, number> = {};
+  for (const v of (await metrics.keywordSearches.get()).values) out[String(v.labels.thread)] = v.value;
+  return out;
+}
+const grown = (before: Record<string, number>, after: Record<string, number>) =>
+  Object.fromEntries(Object.entries(after).filter(([k, v]) => v !== (before[k] ?? 0)).map(([k, v]) => [k, v - (before[k] ?? 0)]));
 
 const dirs: string[] = [];
 const opened: OffloadedKeywordIndex[] = [];
@@ -78,6 +88,7 @@ describe('OffloadedKeywordIndex (embedded BM25 searches on a worker thread)', ()
 
   it('a worker that dies mid-search: the search runs on the main thread (same hits), and the pool goes on', async () => {
     const { inner, index } = await setup({ workerFile: faulty });
+    const before = await threadCounts();
     const req = { query: 'CRASH wing load', k: 10, scope };
     const hits = await index.search(req);
     expect(hits).toEqual(await inner.search(req));
@@ -85,10 +96,12 @@ describe('OffloadedKeywordIndex (embedded BM25 searches on a worker thread)', ()
     expect(index.stats()).toMatchObject({ retriedInProcess: 1 });
     expect(await index.search(requests[0]!)).toEqual(await inner.search(requests[0]!));
     expect(index.stats()).toEqual({ inWorker: 1, small: 0, inline: 0, retriedInProcess: 1, timedOut: 0 });
+    expect(grown(before, await threadCounts())).toEqual({ main_retry: 1, worker: 1 });
   }, 60_000);
 
   it('a search stuck past the time limit fails with the setting named (never hangs); searches meanwhile run on this thread, not queued behind it', async () => {
     const { inner, index } = await setup({ workerFile: faulty, timeoutMs: 8000 });
+    const before = await threadCounts();
     const started = new Promise<void>((resolve) => index.onWorkerMessage((m) => (m as { hangStarted?: boolean }).hangStarted && resolve()));
     const events: string[] = [];
     const stuck = index.search({ query: 'HANG wing', k: 3, scope }).catch((e: Error) => {
@@ -104,6 +117,8 @@ describe('OffloadedKeywordIndex (embedded BM25 searches on a worker thread)', ()
     // the replacement worker takes the next one
     expect(await index.search(requests[2]!)).toEqual(await inner.search(requests[2]!));
     expect(index.stats()).toEqual({ inWorker: 1, small: 0, inline: 1, retriedInProcess: 0, timedOut: 1 });
+    // the same counts on /metrics: where each search ran (the dashboards tell a busy worker from a cheap index)
+    expect(grown(before, await threadCounts())).toEqual({ worker: 1, main_busy: 1, timed_out: 1 });
   }, 60_000);
 
   it('closes the pool and the inner index; a search after close is refused', async () => {

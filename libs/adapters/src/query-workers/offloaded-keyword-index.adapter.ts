@@ -1,7 +1,7 @@
 import { Piscina } from 'piscina';
 import { isAbort, workerEntry } from '../worker-parser/worker-support';
 import type { Chunk } from '@rag/contracts';
-import { Logger } from '@rag/platform';
+import { Logger, metrics } from '@rag/platform';
 import type { KeywordHit, KeywordIndex, KeywordSearchRequest } from '@rag/ports';
 import type { KeywordWorkerData } from './keyword-search.worker';
 
@@ -108,21 +108,25 @@ export class OffloadedKeywordIndex implements KeywordIndex {
     const here = this.recentMs < minMs ? 'small' : this.busy >= this.options.workers ? 'inline' : undefined;
     if (here) {
       this.counts[here]++;
+      metrics.keywordSearches.inc({ thread: here === 'small' ? 'main_small' : 'main_busy' });
       return timed(await this.inner.search(req));
     }
     this.busy++;
     try {
       const hits = await this.poolOf().run(task, { signal: AbortSignal.timeout(this.options.timeoutMs) });
       this.counts.inWorker++;
+      metrics.keywordSearches.inc({ thread: 'worker' });
       return timed(hits);
     } catch (err) {
       if (this.closed) throw new Error('keyword index was closed during a search', { cause: err });
       if (isAbort(err)) {
         this.counts.timedOut++;
+        metrics.keywordSearches.inc({ thread: 'timed_out' });
         throw new Error(`keyword search ran past ${this.options.timeoutMs} ms (RAG_QUERY_WORKER_TIMEOUT_MS); its worker was stopped`, { cause: err });
       }
       if (err instanceof TypeError && err.message.startsWith('invalid keyword search request')) throw err;
       this.counts.retriedInProcess++;
+      metrics.keywordSearches.inc({ thread: 'main_retry' });
       this.log.warn('keyword search worker failed; searching on the main thread', { error: String(err) });
       return this.inner.search(req);
     } finally {

@@ -117,6 +117,12 @@ export const metrics = {
     labelNames: ['name'] as const,
     registers: [metricsRegistry],
   }),
+  keywordSearches: new Counter({
+    name: 'rag_keyword_searches_total',
+    help: 'Embedded keyword-index searches by the thread that ran them: worker, main_small (recent searches were cheap), main_busy (every worker was busy), main_retry (a worker failed), timed_out',
+    labelNames: ['thread'] as const,
+    registers: [metricsRegistry],
+  }),
   feedback: new Counter({
     name: 'rag_feedback_total',
     help: 'Feedback by rating',
