@@ -121,6 +121,23 @@ describe('OffloadedKeywordIndex (embedded BM25 searches on a worker thread)', ()
     expect(grown(before, await threadCounts())).toEqual({ worker: 1, main_busy: 1, timed_out: 1 });
   }, 60_000);
 
+  it('queuePerWorker 1: a search finding the worker busy waits for it (one per worker); the next one runs on this thread', async () => {
+    expect(() => new OffloadedKeywordIndex({} as never, { workers: 1, timeoutMs: 1000, index: { dir: '/unused' }, queuePerWorker: -1 })).toThrow(/queuePerWorker/);
+    const { inner, index } = await setup({ workerFile: faulty, timeoutMs: 6000, queuePerWorker: 1 });
+    const started = new Promise<void>((resolve) => index.onWorkerMessage((m) => (m as { hangStarted?: boolean }).hangStarted && resolve()));
+    const events: string[] = [];
+    const stuck = index.search({ query: 'HANG wing', k: 3, scope }).catch((e: Error) => (events.push('stuck search failed'), e));
+    await started;
+    const queued = index.search(requests[2]!).then((hits) => (events.push('queued search answered'), hits));
+    // the worker is busy and one search waits for it: this one runs here at once
+    expect(await index.search(requests[0]!)).toEqual(await inner.search(requests[0]!));
+    events.push('third search answered');
+    expect(String(await stuck)).toMatch(/ran past 6000 ms/);
+    expect(await queued).toEqual(await inner.search(requests[2]!));
+    expect(events).toEqual(['third search answered', 'stuck search failed', 'queued search answered']);
+    expect(index.stats()).toEqual({ inWorker: 1, small: 0, inline: 1, retriedInProcess: 0, timedOut: 1 });
+  }, 60_000);
+
   it('closes the pool and the inner index; a search after close is refused', async () => {
     const { index } = await setup();
     await index.search(requests[0]!);

@@ -20,6 +20,12 @@ export interface OffloadedKeywordIndexOptions {
    * (see {@link OffloadedKeywordIndex}); on a large one it is the request's main cost.
    */
   minSearchMs?: number;
+  /**
+   * Searches that may wait for a busy worker, per worker (RAG_QUERY_WORKERS_QUEUE; default 0: a search finding every
+   * worker busy runs on this thread at once). With 1, a worker that finishes takes the next search without waiting for
+   * this thread to hand it over, and a search waits for at most the one ahead of it.
+   */
+  queuePerWorker?: number;
 }
 
 export interface OffloadedKeywordStats {
@@ -46,7 +52,7 @@ export interface OffloadedKeywordStats {
  * - no queue: when every worker is busy the search runs on this thread (`inline`), as it did before. Measured with a
  *   queue instead (bench load, 10 connections): each search waited for the ~9 ahead of it on the one worker, keyword
  *   P50 rose from 2.9 ms to 29.5 ms and P99 from 9 to 318 ms for ≤ 1.2× throughput; running the overflow here keeps
- *   both threads busy without a convoy;
+ *   both threads busy without a convoy; `queuePerWorker` (RAG_QUERY_WORKERS_QUEUE) lets a bounded number wait instead;
  * - the pool starts on the first search (a process that only indexes never starts threads) and keeps its workers.
  */
 export class OffloadedKeywordIndex implements KeywordIndex {
@@ -61,12 +67,22 @@ export class OffloadedKeywordIndex implements KeywordIndex {
    */
   private recentMs = 0;
   private closed = false;
+  /** Searches that may wait for a worker (workers × queuePerWorker). */
+  private readonly queueLimit: number;
+  /**
+   * Searches waiting for a worker, oldest first. Ours, not the pool's queue: a worker slot passes straight to the
+   * next waiter, whose time limit starts only then (the pool's timer would also count the wait).
+   */
+  private readonly waiting: (() => void)[] = [];
 
   constructor(
     private readonly inner: KeywordIndex,
     private readonly options: OffloadedKeywordIndexOptions,
   ) {
     if (!Number.isInteger(options.workers) || options.workers < 1) throw new RangeError(`OffloadedKeywordIndex needs at least 1 worker (got ${options.workers})`);
+    const queue = options.queuePerWorker ?? 0;
+    if (!Number.isInteger(queue) || queue < 0) throw new RangeError(`OffloadedKeywordIndex queuePerWorker must be an integer ≥ 0 (got ${queue})`);
+    this.queueLimit = options.workers * queue;
     workerEntry(__dirname, 'keyword-search.worker', 'keyword search worker', options.workerFile); // fail at start-up, not at the first query, when the module is missing
   }
 
@@ -105,14 +121,17 @@ export class OffloadedKeywordIndex implements KeywordIndex {
       return hits;
     };
     // on this thread: recent searches were cheap (`small`), or every worker is busy (`inline`)
-    const here = this.recentMs < minMs ? 'small' : this.busy >= this.options.workers ? 'inline' : undefined;
+    const full = this.busy >= this.options.workers;
+    const here = this.recentMs < minMs ? 'small' : full && this.waiting.length >= this.queueLimit ? 'inline' : undefined;
     if (here) {
       this.counts[here]++;
       metrics.keywordSearches.inc({ thread: here === 'small' ? 'main_small' : 'main_busy' });
       return timed(await this.inner.search(req));
     }
-    this.busy++;
+    if (full) await new Promise<void>((resolve) => this.waiting.push(resolve)); // a finishing search hands its slot over
+    else this.busy++;
     try {
+      if (this.closed) throw new Error('keyword index is closed');
       const hits = await this.poolOf().run(task, { signal: AbortSignal.timeout(this.options.timeoutMs) });
       this.counts.inWorker++;
       metrics.keywordSearches.inc({ thread: 'worker' });
@@ -130,7 +149,9 @@ export class OffloadedKeywordIndex implements KeywordIndex {
       this.log.warn('keyword search worker failed; searching on the main thread', { error: String(err) });
       return this.inner.search(req);
     } finally {
-      this.busy--;
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.busy--;
     }
   }
 
@@ -153,6 +174,7 @@ export class OffloadedKeywordIndex implements KeywordIndex {
   async close(): Promise<void> {
     if (!this.closed) {
       this.closed = true;
+      for (const next of this.waiting.splice(0)) next(); // they find the index closed
       await this.pool?.destroy();
     }
     await this.inner.close();

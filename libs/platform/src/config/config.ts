@@ -244,6 +244,12 @@ export const ConfigSchema = z.object({
    * thread, where handing them over costs more than it saves. 0: every search to a worker.
    */
   RAG_QUERY_WORKERS_MIN_MS: num(3, 0, 60_000),
+  /**
+   * With RAG_QUERY_WORKERS > 0: keyword searches that may wait for a busy worker, per worker, before one runs on the
+   * main thread instead (0: none wait). A waiting search's time limit (RAG_QUERY_WORKER_TIMEOUT_MS) starts when a
+   * worker takes it.
+   */
+  RAG_QUERY_WORKERS_QUEUE: int(0, 0, 64),
 
   RAG_HNSW_M: int(16, 4, 128),
   RAG_HNSW_EF_CONSTRUCTION: int(200, 8, 4096),
