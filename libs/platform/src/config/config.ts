@@ -221,21 +221,24 @@ export const ConfigSchema = z.object({
   /**
    * Query work off the event loop (issue 13 item 3). RAG_QUERY_WORKERS: worker threads that run the embedded keyword
    * index's searches (block-max BM25 over keyword.db, each worker with its own read connection and term cache); a
-   * search finding every worker busy runs on the main thread (no queue). Only the embedded keyword index
-   * (OpenSearch/Elasticsearch search in the engine). Default: 1 where the machine has 2 or more cores, 0 on one — and
-   * only searches that cost something go there (RAG_QUERY_WORKERS_MIN_MS, default 3): on the 2-core machine measured
-   * (bench load, 10 connections, the load generator on the same cores) workers for every search did not pay on a small
-   * index (6.2k chunks: 0.93–1.21× req/s with P95 1.6–2.3× worse), and did on a large one (104k chunks: 1.16× req/s,
-   * P50 0.78×, P99 1.3× worse; scripts/bench/README.md), where the keyword search becomes most of a request; on a small
-   * index searches stay under the threshold and run on the main thread as before. One, not cores − 1: each worker holds
-   * its own connection, memory map and term cache (≈ +450 MiB RSS at 104k chunks), and Node reports the host's cores,
-   * not a container's CPU limit. RAG_GENERATOR_WORKERS: worker threads for the generator's relevance gate and
+   * search finding every worker busy waits for one (up to RAG_QUERY_WORKERS_QUEUE per worker), and past that runs on
+   * the main thread. Only the embedded keyword index (OpenSearch/Elasticsearch search in the engine). Default: 2 where
+   * the machine has 2 or more cores, 0 on one — and only searches that cost something go there
+   * (RAG_QUERY_WORKERS_MIN_MS, default 3): on the 2-core machine measured (bench load, 10 connections, the load
+   * generator on the same cores) workers for every search did not pay on a small index (6.2k chunks: 0.93–1.21× req/s
+   * with P95 1.6–2.3× worse); on a large one the keyword search becomes most of a request. Until 2026-12-05 the default
+   * was 1 worker and no queue: a search finding the worker busy ran on the main thread at once, and since a burst of
+   * requests is handled in one event-loop turn, the worker took about one search in ten (104k chunks, 10 connections:
+   * 41 in the worker, 746 on the main thread, which then blocked every other request); 2 workers with a queue took
+   * them all, 1.13–1.30× req/s, P99 0.71–0.73× (scripts/bench/README.md, *load*). Two, not the cores Node reports:
+   * each worker holds its own connection, memory map and term cache (≈ +150 MiB RSS each at 104k chunks), and Node
+   * reports the host's cores, not a container's CPU limit. RAG_GENERATOR_WORKERS: worker threads for the generator's relevance gate and
    * extractive answerer (≈ 3 % of busy time with the memo, RAG_GENERATOR_MEMO_*); default 0 (0.84× req/s measured).
    * A crashed worker's task is re-run on the main thread; a task past RAG_QUERY_WORKER_TIMEOUT_MS (from when a worker
    * takes it) stops its worker: a keyword search then fails (the answer comes with `degraded: keyword`), a generator
    * task gives a refusal.
    */
-  RAG_QUERY_WORKERS: int(availableParallelism() >= 2 ? 1 : 0, 0, 64),
+  RAG_QUERY_WORKERS: int(availableParallelism() >= 2 ? 2 : 0, 0, 64),
   RAG_GENERATOR_WORKERS: int(0, 0, 64),
   RAG_QUERY_WORKER_TIMEOUT_MS: int(10_000, 100, 600_000),
   /**
@@ -249,7 +252,7 @@ export const ConfigSchema = z.object({
    * main thread instead (0: none wait). A waiting search's time limit (RAG_QUERY_WORKER_TIMEOUT_MS) starts when a
    * worker takes it.
    */
-  RAG_QUERY_WORKERS_QUEUE: int(0, 0, 64),
+  RAG_QUERY_WORKERS_QUEUE: int(4, 0, 64),
 
   RAG_HNSW_M: int(16, 4, 128),
   RAG_HNSW_EF_CONSTRUCTION: int(200, 8, 4096),
