@@ -380,23 +380,40 @@ describe('EmbeddedHnswVectorStore', () => {
       knn.clear();
       await s.search({ vector: q, k: 5, scope: { tenant: 't1', principals: ['group:a'] } });
       expect(knn.calls()).toEqual([{ k: 5, callback: false }]);
-      // Metadata filters have unknown selectivity: inside the search.
+      // Metadata filters: their share of the labels is sampled (here all 60, so exactly). A broad one (48 of 60) is
+      // oversampled without a callback (2·5/0.8 = 13 ≤ ef); for a selective one (3 of 60: 2·5/0.05 = 200) the search
+      // is capped at the whole index, 60 ≤ ef, so it also needs no callback.
       knn.clear();
-      const filtered = await s.search({ vector: q, k: 5, scope, filters: { i: { lt: 10 } } });
-      expect(filtered.map((h) => h.chunk_id)).toEqual(bruteForce(records, q, 5, (r) => (r.metadata['i'] as number) < 10));
-      expect(knn.calls()).toEqual([{ k: 5, callback: true }]);
+      const broad = await s.search({ vector: q, k: 5, scope, filters: { i: { gte: 12 } } });
+      expect(broad.map((h) => h.chunk_id)).toEqual(bruteForce(records, q, 5, (r) => (r.metadata['i'] as number) >= 12));
+      expect(knn.calls()).toEqual([{ k: 13, callback: false }]);
+      knn.clear();
+      const filtered = await s.search({ vector: q, k: 5, scope, filters: { i: { lt: 3 } } });
+      expect(filtered.map((h) => h.chunk_id)).toEqual(bruteForce(records, q, 3, (r) => (r.metadata['i'] as number) < 3));
+      expect(knn.calls()).toEqual([{ k: 60, callback: false }]);
       // Another tenant holds nothing here: no search at all.
       knn.clear();
       expect(await s.search({ vector: q, k: 5, scope: { tenant: 't9' } })).toEqual([]);
       expect(knn.calls()).toEqual([]);
+      // With ef below that (a large index), the selective filter goes inside the search; the broad one still does not.
+      await s.close();
+      const small = make({ ef: 20 }); // the same folder, reopened with a smaller ef
+      const knnSmall = spyKnn(small);
+      expect((await small.search({ vector: q, k: 5, scope, filters: { i: { lt: 3 } } })).map((h) => h.chunk_id)).toEqual(
+        bruteForce(records, q, 3, (r) => (r.metadata['i'] as number) < 3),
+      );
+      expect(knnSmall.calls()).toEqual([{ k: 5, callback: true }]);
+      knnSmall.clear();
+      await small.search({ vector: q, k: 5, scope, filters: { i: { gte: 12 } } });
+      expect(knnSmall.calls()).toEqual([{ k: 13, callback: false }]);
     });
 
     it('a restricted caller whose few permitted chunks are far away still gets its k best: the oversampled search falls back to the filter inside the search', async () => {
       const s = make({ ef: 500 });
       const q = randomVector();
       const records: VectorRecord[] = [];
-      for (let i = 0; i < 200; i++) records.push(rec(`near${i}#v1#0`, `near${i}`, 1, near(q, 0.05), { acl: ['group:b'] }));
-      for (let i = 0; i < 300; i++) records.push(rec(`far${i}#v1#0`, `far${i}`, 1, randomVector(), { acl: ['group:a'] }));
+      for (let i = 0; i < 200; i++) records.push(rec(`near${i}#v1#0`, `near${i}`, 1, near(q, 0.05), { acl: ['group:b'], metadata: { side: 'near' } }));
+      for (let i = 0; i < 300; i++) records.push(rec(`far${i}#v1#0`, `far${i}`, 1, randomVector(), { acl: ['group:a'], metadata: { side: 'far' } }));
       await s.upsert(records);
       const knn = spyKnn(s);
       const hits = await s.search({ vector: q, k: 5, scope: { tenant: 't1', principals: ['group:a'] } });
@@ -406,6 +423,15 @@ describe('EmbeddedHnswVectorStore', () => {
         { k: 17, callback: false },
         { k: 5, callback: true },
       ]);
+      // The same with a metadata filter whose share (0.6) comes from the sample (64 of the 500 labels, so ≈ 17).
+      knn.clear();
+      const meta = await s.search({ vector: q, k: 5, scope, filters: { side: 'far' } });
+      expect(meta.map((h) => h.chunk_id)).toEqual(bruteForce(records, q, 5, (r) => r.metadata['side'] === 'far'));
+      const calls = knn.calls();
+      expect(calls).toHaveLength(2);
+      expect(calls[0]!.callback).toBe(false);
+      expect(calls[0]!.k).toBeGreaterThanOrEqual(11);
+      expect(calls[1]).toEqual({ k: 5, callback: true });
     });
 
     it('answers every scope and filter exactly like brute force over matches() (random tenants, ACLs, metadata, chunk ids, deletes)', async () => {

@@ -284,6 +284,27 @@ export class LiveEntries {
     };
   }
 
+  /**
+   * The share of live labels `permitted` accepts, estimated from about `n` of them (one at a random place in each of
+   * `n` equal runs of slots; every live label when there are no more than `n` slots): how selective a search's
+   * filter is, to size an oversampled search. 0 when no label is live.
+   */
+  sampleShare(permitted: (label: number) => boolean, n: number): number {
+    const used = this.slotsUsed;
+    if (this.live === 0 || used === 0) return 0;
+    const step = Math.max(1, used / n);
+    let seen = 0;
+    let ok = 0;
+    for (let start = 0; start < used; start += step) {
+      const slot = step === 1 ? start : Math.min(used - 1, Math.floor(start + Math.random() * step));
+      const label = this.slotLabel[slot]!;
+      if (this.labelToSlot[label] !== slot) continue; // a freed slot
+      seen++;
+      if (permitted(label)) ok++;
+    }
+    return seen === 0 ? 0 : ok / seen;
+  }
+
   /** What is held, for diagnostics and the ann bench: counts, and the bytes of the typed arrays. */
   stats(): { labels: number; documents: number; attribute_sets: number; irregular_chunk_ids: number; typed_array_bytes: number } {
     let docs = 0;
