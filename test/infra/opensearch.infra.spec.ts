@@ -15,12 +15,11 @@ import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import type { Chunk, Filters, MetadataValue, SearchScope } from '@rag/contracts';
+import { testChunk, type Chunk, type Filters, type MetadataValue, type SearchScope } from '@rag/contracts';
 import { matches, seededRandom as rng } from '@rag/domain';
 import { setLogLevel } from '@rag/platform';
 import { EmbeddedBm25KeywordIndex } from '../../libs/adapters/src/embedded-bm25';
 import { OpenSearchKeywordIndex } from '../../libs/adapters/src/opensearch';
-import { testChunk } from '../../libs/adapters/src/testing/chunks';
 
 setLogLevel('warn');
 

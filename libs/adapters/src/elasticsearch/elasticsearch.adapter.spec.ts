@@ -23,7 +23,7 @@ import indexExists from './fixtures/index-exists.json';
 import mget from './fixtures/mget.json';
 import search from './fixtures/search.json';
 import unavailable from './fixtures/unavailable.json';
-import { testChunk } from '../testing/chunks';
+import { testChunk } from '@rag/contracts';
 
 /*
  * Recorded-response tests: the real @elastic/elasticsearch 8 client, over a fake connection that serves JSON fixtures

@@ -5,7 +5,7 @@ import Database from 'better-sqlite3';
 import type { Chunk, FilterCondition, Filters, Metadata, SearchScope } from '@rag/contracts';
 import { matches, seededRandom as rng } from '@rag/domain';
 import { EmbeddedBm25KeywordIndex, type EmbeddedBm25KeywordIndexOptions } from './embedded-bm25.adapter';
-import { testChunkOf } from '../testing/chunks';
+import { testChunkOf } from '@rag/contracts';
 
 const chunk = (doc: string, version: number, ordinal: number, text: string, extra: Partial<Chunk> = {}): Chunk =>
   testChunkOf(doc, version, ordinal, { tenant: 't1', text, token_count: text.length, ...extra });

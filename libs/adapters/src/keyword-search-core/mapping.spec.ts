@@ -3,7 +3,7 @@ import { segmentForIndex } from '@rag/domain';
 import { indexedText as embeddedIndexedText } from '../embedded-bm25/embedded-bm25.adapter';
 import { bulkIndexOperations, engineId, indexedText, MAX_ENGINE_ID_BYTES, toChunkDocument } from './documents';
 import { buildIndexBody, decodeFieldKey, encodeFieldKey, indexNames, metadataField, SIMILARITY_NAME } from './mapping';
-import { testChunk } from '../testing/chunks';
+import { testChunk } from '@rag/contracts';
 
 const chunk = (over: Partial<Chunk> = {}): Chunk =>
   testChunk('d#v1#0', {

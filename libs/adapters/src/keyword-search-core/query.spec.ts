@@ -4,7 +4,7 @@ import { toChunkDocument } from './documents';
 import { metadataField } from './mapping';
 import { buildSearchBody, countQuery, documentQuery, documentsQuery, filterClauses, MAX_RESULT_WINDOW, type Query } from './query';
 import { evaluate } from './testing/query-evaluator';
-import { testChunk } from '../testing/chunks';
+import { testChunk } from '@rag/contracts';
 
 const chunk = (over: Partial<Chunk> = {}): Chunk => testChunk('d#v1#0', { title: 'Title', ...over });
 

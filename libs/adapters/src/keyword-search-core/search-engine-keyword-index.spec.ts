@@ -3,7 +3,7 @@ import { setLogLevel } from '@rag/platform';
 import type { BulkIndexAction, ChunkDocument } from './documents';
 import { SearchEngineKeywordIndex } from './search-engine-keyword-index';
 import { MemoryEngine } from './testing/memory-engine';
-import { testChunkOf } from '../testing/chunks';
+import { testChunkOf } from '@rag/contracts';
 
 setLogLevel('silent');
 

@@ -20,7 +20,7 @@ import search from './fixtures/search.json';
 import refresh from './fixtures/refresh.json';
 import reindexFixture from './fixtures/reindex.json';
 import unavailable from './fixtures/unavailable.json';
-import { testChunk } from '../testing/chunks';
+import { testChunk } from '@rag/contracts';
 
 /*
  * Recorded-response tests: the real @opensearch-project/opensearch client, over a fake connection that serves JSON

@@ -5,7 +5,7 @@ import type { Chunk, SearchScope } from '@rag/contracts';
 import { metrics } from '@rag/platform';
 import type { KeywordSearchRequest } from '@rag/ports';
 import { EmbeddedBm25KeywordIndex } from '../embedded-bm25';
-import { testChunkOf } from '../testing/chunks';
+import { testChunkOf } from '@rag/contracts';
 import { OffloadedKeywordIndex, type OffloadedKeywordIndexOptions } from './offloaded-keyword-index.adapter';
 
 const scope: SearchScope = { tenant: 't1' };

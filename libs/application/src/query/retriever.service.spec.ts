@@ -1,22 +1,6 @@
-import type { Chunk } from '@rag/contracts';
+import { testChunk } from '@rag/contracts';
 import type { KeywordHit, KeywordIndex, Registry, VectorHit, VectorStore } from '@rag/ports';
 import { RetrieverService } from './retriever.service';
-
-const chunk = (id: string): Chunk => ({
-  chunk_id: id,
-  document_id: id.split('#')[0]!,
-  tenant: 't',
-  version: 1,
-  ordinal: 0,
-  kind: 'child',
-  parent_id: null,
-  acl: ['*'],
-  title: '',
-  heading_path: [],
-  metadata: {},
-  text: `text of ${id}`,
-  token_count: 3,
-});
 
 /**
  * Port doubles that spend "CPU" the way the embedded stores do: synchronously, inside the call (the embedded keyword
@@ -31,7 +15,7 @@ function setup(costs: { keywordMs: number; denseMs: number }) {
       vi.advanceTimersByTime(costs.keywordMs);
       return [{ chunk_id: 'k#v1#0', document_id: 'k', version: 1, score: 2 }];
     },
-    getChunks: async (ids: string[]) => ids.map(chunk),
+    getChunks: async (ids: string[]) => ids.map((id) => testChunk(id, { text: `text of ${id}` })),
   } as unknown as KeywordIndex;
   const vectors = {
     search: async (): Promise<VectorHit[]> => {
@@ -42,7 +26,7 @@ function setup(costs: { keywordMs: number; denseMs: number }) {
   } as unknown as VectorStore;
   const registry = { activeVersions: async (ids: string[]) => new Map(ids.map((id) => [id, 1])) } as unknown as Registry;
   const retriever = new RetrieverService(vectors, keywords, registry, { rrfK: 60, denseWeight: 1, keywordWeight: 1 });
-  const request = { query: 'q', vector: new Float32Array([1, 0]), top_k: 5, candidates: 10, mode: 'hybrid' as const, scope: { tenant: 't', principals: [] } };
+  const request = { query: 'q', vector: new Float32Array([1, 0]), top_k: 5, candidates: 10, mode: 'hybrid' as const, scope: { tenant: 't', principals: [] as string[] } };
   return { calls, retriever, request };
 }
 

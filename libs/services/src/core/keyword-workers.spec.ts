@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Test } from '@nestjs/testing';
-import type { Chunk } from '@rag/contracts';
+import { testChunk, type Chunk } from '@rag/contracts';
 import { loadConfig } from '@rag/platform';
 import { KEYWORD_INDEX, type KeywordIndex } from '@rag/ports';
 import { CoreModule } from './core.module';
@@ -11,21 +11,7 @@ import { CoreModule } from './core.module';
  * Issue 13 item 3: with RAG_QUERY_WORKERS > 0 the embedded keyword index the services get searches on worker threads
  * (same hits as on the main thread); with 0 it is the plain embedded index.
  */
-const chunk = (doc: string, text: string): Chunk => ({
-  chunk_id: `${doc}#v1#0`,
-  document_id: doc,
-  tenant: 't',
-  version: 1,
-  ordinal: 0,
-  kind: 'child',
-  parent_id: null,
-  acl: ['*'],
-  title: '',
-  heading_path: [],
-  metadata: {},
-  text,
-  token_count: 6,
-});
+const chunk = (doc: string, text: string): Chunk => testChunk(`${doc}#v1#0`, { text, token_count: 6 });
 const dirs: string[] = [];
 afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });

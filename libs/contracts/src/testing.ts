@@ -1,8 +1,8 @@
-import { chunkId, type Chunk } from '@rag/contracts';
+import { chunkId, type Chunk } from './document';
 
 /**
- * The one chunk factory of the adapter tests: a searchable child chunk whose document, version and ordinal come from
- * its id (`<document>#v<version>#<ordinal>`, as chunkId builds it), every other field a neutral default (tenant `t`,
+ * The one chunk factory of the tests (adapters, application, services): a searchable child chunk whose document,
+ * version and ordinal come from its id (`<document>#v<version>#<ordinal>`, as chunkId builds it), every other field a neutral default (tenant `t`,
  * readable by everyone, no title, headings or metadata), `over` last. Suites with other defaults wrap it.
  */
 export function testChunk(id = 'd#v1#0', over: Partial<Chunk> = {}): Chunk {
