@@ -153,8 +153,10 @@ async function stageTotals(url, apiKey) {
   try {
     const r = await c.httpJson('GET', `${url}/metrics`, undefined, { apiKey, timeoutMs: 10_000 });
     if (!r.ok) return undefined;
-    const totals = {};
+    const totals = { threads: {} };
     for (const line of r.text.split('\n')) {
+      const t = /^rag_keyword_searches_total\{thread="([a-z_]+)"\} ([0-9.eE+-]+)$/.exec(line);
+      if (t) totals.threads[t[1]] = Number(t[2]);
       const m = /^rag_stage_duration_seconds_(sum|count)\{([^}]*)\} ([0-9.eE+-]+)$/.exec(line);
       const stage = m && /(?:^|,)stage="([^"]+)"/.exec(m[2])?.[1];
       if (!stage || !RETRIEVE_STAGES.includes(stage)) continue;
@@ -167,7 +169,10 @@ async function stageTotals(url, apiKey) {
   }
 }
 
-/** Mean ms per call of each stage between two stageTotals readings (undefined where it did not run). */
+/**
+ * Mean ms per call of each stage between two stageTotals readings (undefined where it did not run), and where the
+ * embedded keyword index ran its searches meanwhile (`keyword_threads`: share per thread label, when it counted any).
+ */
 function stageMeans(before, after) {
   if (!before || !after) return undefined;
   const out = {};
@@ -176,6 +181,9 @@ function stageMeans(before, after) {
     const b = before[stage] ?? { sum: 0, count: 0 };
     if (a && a.count > b.count) out[stage] = (1000 * (a.sum - b.sum)) / (a.count - b.count);
   }
+  const grown = Object.entries(after.threads).map(([k, v]) => [k, v - (before.threads[k] ?? 0)]).filter(([, v]) => v > 0);
+  const total = grown.reduce((n, [, v]) => n + v, 0);
+  if (total > 0) out.keyword_threads = Object.fromEntries(grown.map(([k, v]) => [k, Number((v / total).toFixed(3))]));
   return out;
 }
 
@@ -449,9 +457,18 @@ async function run(argv) {
     if (rows.some((r) => r.retrieve_stage_ms)) {
       const ms = (r, stage) => c.fmt(r.retrieve_stage_ms?.[stage], 1);
       sections.push({
-        title: 'inside /v1/retrieve under that load: mean ms per call of each stage (the server\'s rag_stage_duration_seconds; keyword and dense run in parallel inside retrieve, and wall time includes waiting for the event loop)',
-        head: ['chunks', 'query-embed', 'retrieve', 'retrieve-keyword', 'retrieve-dense'],
-        rows: rows.map((r) => [r.index_chunks, ms(r, 'query-embed'), ms(r, 'retrieve'), ms(r, 'retrieve-keyword'), ms(r, 'retrieve-dense')]),
+        title: 'inside /v1/retrieve under that load: mean ms per call of each stage (the server\'s rag_stage_duration_seconds; keyword and dense run in parallel inside retrieve, keyword includes waiting for a worker, and wall time includes waiting for the event loop), and where the embedded keyword index ran its searches (rag_keyword_searches_total)',
+        head: ['chunks', 'query-embed', 'retrieve', 'retrieve-keyword', 'retrieve-dense', 'keyword searches by thread'],
+        rows: rows.map((r) => [
+          r.index_chunks,
+          ms(r, 'query-embed'),
+          ms(r, 'retrieve'),
+          ms(r, 'retrieve-keyword'),
+          ms(r, 'retrieve-dense'),
+          Object.entries(r.retrieve_stage_ms?.keyword_threads ?? {})
+            .map(([k, v]) => `${k} ${Math.round(100 * v)} %`)
+            .join(', ') || '–',
+        ]),
       });
     }
     const notes = [
