@@ -224,15 +224,14 @@ export const ConfigSchema = z.object({
    * search finding every worker busy waits for one (up to RAG_QUERY_WORKERS_QUEUE per worker), and past that runs on
    * the main thread. Only the embedded keyword index (OpenSearch/Elasticsearch search in the engine). Default: 2 where
    * the machine has 2 or more cores, 0 on one — and only searches that cost something go there
-   * (RAG_QUERY_WORKERS_MIN_MS, default 3): on the 2-core machine measured (bench load, 10 connections, the load
-   * generator on the same cores) workers for every search did not pay on a small index (6.2k chunks: 0.93–1.21× req/s
-   * with P95 1.6–2.3× worse); on a large one the keyword search becomes most of a request. Until 2026-12-05 the default
-   * was 1 worker and no queue: a search finding the worker busy ran on the main thread at once, and since a burst of
-   * requests is handled in one event-loop turn, the worker took about one search in ten (104k chunks, 10 connections:
-   * 41 in the worker, 746 on the main thread, which then blocked every other request); 2 workers with a queue took
-   * them all, 1.13–1.30× req/s, P99 0.71–0.73× (scripts/bench/README.md, *load*). Two, not the cores Node reports:
-   * each worker holds its own connection, memory map and term cache (≈ +150 MiB RSS each at 104k chunks), and Node
-   * reports the host's cores, not a container's CPU limit. RAG_GENERATOR_WORKERS: worker threads for the generator's relevance gate and
+   * (RAG_QUERY_WORKERS_MIN_MS, default 3; under load even an 11k-chunk index's searches pass it). Until 2026-12-05 the
+   * default was 1 worker and no queue: a search finding the worker busy ran on the main thread at once, and since a
+   * burst of requests is handled in one event-loop turn, the worker took about one search in ten (104k chunks, 10
+   * connections: 41 in the worker, 746 on the main thread, which blocked every other request meanwhile) and one core
+   * sat ≈ 42 % idle; 2 workers with a queue take them all: 1.5–1.7× retrieve req/s at 11k, 104k and 624k chunks, P99
+   * 0.5–0.7× (scripts/bench/README.md, *load*). Two, not the cores Node reports: each worker holds its own connection,
+   * memory map and term cache (≈ +150–400 MiB RSS each at 104k–624k chunks), and Node reports the host's cores, not a
+   * container's CPU limit. RAG_GENERATOR_WORKERS: worker threads for the generator's relevance gate and
    * extractive answerer (≈ 3 % of busy time with the memo, RAG_GENERATOR_MEMO_*); default 0 (0.84× req/s measured).
    * A crashed worker's task is re-run on the main thread; a task past RAG_QUERY_WORKER_TIMEOUT_MS (from when a worker
    * takes it) stops its worker: a keyword search then fails (the answer comes with `degraded: keyword`), a generator
@@ -250,9 +249,10 @@ export const ConfigSchema = z.object({
   /**
    * With RAG_QUERY_WORKERS > 0: keyword searches that may wait for a busy worker, per worker, before one runs on the
    * main thread instead (0: none wait). A waiting search's time limit (RAG_QUERY_WORKER_TIMEOUT_MS) starts when a
-   * worker takes it.
+   * worker takes it. Large by default: a search run on the main thread blocks it while the workers drain their queue
+   * and go idle (104k chunks, 50 connections: 4 per worker left one core 39 % idle, P99 2.4 s; 64: 10 % idle, P99 1.3 s).
    */
-  RAG_QUERY_WORKERS_QUEUE: int(4, 0, 64),
+  RAG_QUERY_WORKERS_QUEUE: int(64, 0, 1024),
 
   RAG_HNSW_M: int(16, 4, 128),
   RAG_HNSW_EF_CONSTRUCTION: int(200, 8, 4096),

@@ -46,10 +46,10 @@ describe('CoreModule keyword index and RAG_QUERY_WORKERS', () => {
     }
   }, 60_000);
 
-  it('defaults: two workers where there are two cores or more (4 searches may wait for each), and only for searches over RAG_QUERY_WORKERS_MIN_MS (3 ms) — a small index searches on the main thread', async () => {
+  it('defaults: two workers where there are two cores or more (64 searches may wait for each), and only for searches over RAG_QUERY_WORKERS_MIN_MS (3 ms) — a small index searches on the main thread', async () => {
     const defaults = loadConfig({ RAG_DATA_DIR: '/tmp/unused' });
     expect(defaults.RAG_QUERY_WORKERS).toBe(availableParallelism() >= 2 ? 2 : 0);
-    expect(defaults.RAG_QUERY_WORKERS_QUEUE).toBe(4);
+    expect(defaults.RAG_QUERY_WORKERS_QUEUE).toBe(64);
     expect(defaults.RAG_QUERY_WORKERS_MIN_MS).toBe(3);
     const pooled = await keywordIndexWith(1, 3);
     try {
