@@ -228,7 +228,7 @@ export const ConfigSchema = z.object({
    * default was 1 worker and no queue: a search finding the worker busy ran on the main thread at once, and since a
    * burst of requests is handled in one event-loop turn, the worker took about one search in ten (104k chunks, 10
    * connections: 41 in the worker, 746 on the main thread, which blocked every other request meanwhile) and one core
-   * sat ≈ 42 % idle; 2 workers with a queue take them all: 1.5–1.7× retrieve req/s at 11k, 104k and 624k chunks, P99
+   * sat ≈ 42 % idle; 2 workers with a queue take them all: 1.3–1.7× retrieve req/s at 11k, 104k and 624k chunks, P99
    * 0.5–0.7× (scripts/bench/README.md, *load*). Two, not the cores Node reports: each worker holds its own connection,
    * memory map and term cache (≈ +150–400 MiB RSS each at 104k–624k chunks), and Node reports the host's cores, not a
    * container's CPU limit. RAG_GENERATOR_WORKERS: worker threads for the generator's relevance gate and
