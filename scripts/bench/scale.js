@@ -18,7 +18,7 @@ const spec = {
   url: { type: 'string', default: undefined, help: 'measure a running gateway (distributed) instead of starting the embedded platform' },
   'api-key': { type: 'string', default: process.env.RAG_BENCH_API_KEY, help: 'Bearer key for --url (RAG_BENCH_API_KEY)' },
   pid: { type: 'intlist', default: [], help: 'with --url: PIDs whose /proc io and RSS to sum (e.g. every service of scripts/distributed.js)' },
-  'data-dir': { type: 'string', default: undefined, help: 'embedded: RAG_DATA_DIR to use and keep (default: a temporary folder, removed afterwards)' },
+  'data-dir': { type: 'string', default: undefined, help: 'embedded: RAG_DATA_DIR to use and keep (default: a temporary folder, removed afterwards); a folder holding this corpus from an earlier run is resumed: its documents are not re-submitted, and steps it already reaches are only measured' },
   connections: { type: 'int', default: 10, help: 'connections for the latency measurement' },
   duration: { type: 'int', default: 15, help: 'seconds of load per endpoint and step' },
   warmup: { type: 'int', default: 3, help: 'seconds of unreported warm-up per endpoint and step' },
@@ -345,6 +345,22 @@ async function run(argv) {
     let docsSoFar = 0;
     let chunksSoFar = 0;
     let perDoc = undefined;
+    // A kept --data-dir that already holds this corpus (an earlier run, finished or stopped): go on from its documents
+    // (they are numbered, so the next run submits the next ones) instead of re-submitting them — unchanged documents never
+    // become terminal again, so a re-submission would wait forever. A step the folder already reaches is only measured.
+    const held = await counts(client);
+    const heldDocs = Object.values(held).reduce((n, v) => n + (Number(v) || 0), 0);
+    if (heldDocs > 0) {
+      for (let pending = Infinity; pending > 0; await c.sleep(2000)) {
+        const k = await counts(client);
+        pending = Object.entries(k).reduce((n, [status, v]) => n + (status === 'indexed' || status === 'failed' ? 0 : Number(v) || 0), 0);
+        if (pending > 0) c.log(`the data folder's queue still holds ${pending} documents: waiting for them to finish`);
+      }
+      perDoc = await sampleChunks(client, opts, 0, heldDocs);
+      docsSoFar = heldDocs;
+      chunksSoFar = Math.round(heldDocs * perDoc);
+      c.log(`resuming: the data folder holds ${heldDocs} documents (≈ ${chunksSoFar} chunks, ${perDoc.toFixed(2)} per document)`);
+    }
     for (const step of steps) {
       const before = await counts(client);
       const base = { indexed: before.indexed ?? 0, failed: before.failed ?? 0 };
@@ -364,8 +380,8 @@ async function run(argv) {
       const from = docsSoFar;
       const to = from + need;
       c.log(`step ${step}: documents ${from}–${to} …`);
-      const r = await ingestRange(client, pool, opts, from, to, base);
-      const stepPerDoc = await sampleChunks(client, opts, from, to);
+      const r = need > 0 ? await ingestRange(client, pool, opts, from, to, base) : { documents: 0, rejected: 0, indexed: 0, failed: 0, submit_s: 0, seconds: 0, max_call_ms: 0, stalls: 0 };
+      const stepPerDoc = need > 0 ? await sampleChunks(client, opts, from, to) : perDoc;
       const stepChunks = Math.round(r.indexed * stepPerDoc);
       docsSoFar = to;
       chunksSoFar += stepChunks;
@@ -391,8 +407,9 @@ async function run(argv) {
         rejected: r.rejected,
         chunks_per_document: Number(stepPerDoc.toFixed(2)),
         seconds: Number(r.seconds.toFixed(1)),
-        docs_per_s: r.indexed / r.seconds,
-        chunks_per_s: stepChunks / r.seconds,
+        // undefined for a step the data folder already reached (only measured)
+        docs_per_s: r.indexed > 0 ? r.indexed / r.seconds : undefined,
+        chunks_per_s: r.indexed > 0 ? stepChunks / r.seconds : undefined,
         bytes_written_per_doc: io0 !== undefined && io1 !== undefined && r.indexed ? (io1 - io0) / r.indexed : undefined,
         data_bytes_per_chunk: bytes !== undefined && chunksSoFar ? bytes / chunksSoFar : undefined,
         rss_mib: rss,
@@ -405,7 +422,7 @@ async function run(argv) {
       };
       rows.push(row);
       c.log(
-        `step ${step}: ${row.docs_per_s.toFixed(1)} docs/s, ${row.chunks_per_s.toFixed(0)} chunks/s, ${c.fmt(row.bytes_written_per_doc / 1024, 1)} KiB written/doc, ` +
+        `step ${step}: ${c.fmt(row.docs_per_s, 1)} docs/s, ${c.fmt(row.chunks_per_s, 0)} chunks/s, ${c.fmt(row.bytes_written_per_doc / 1024, 1)} KiB written/doc, ` +
           `retrieve P50 ${c.fmt(row.retrieve.p50, 0)} ms, query P50 ${c.fmt(row.query.p50, 0)} ms`,
       );
     }
