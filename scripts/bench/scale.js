@@ -348,14 +348,16 @@ async function run(argv) {
     // A kept --data-dir that already holds this corpus (an earlier run, finished or stopped): go on from its documents
     // (they are numbered, so the next run submits the next ones) instead of re-submitting them — unchanged documents never
     // become terminal again, so a re-submission would wait forever. A step the folder already reaches is only measured.
-    const held = await counts(client);
-    const heldDocs = Object.values(held).reduce((n, v) => n + (Number(v) || 0), 0);
+    let heldDocs = 0;
+    for (;;) {
+      const held = await counts(client);
+      heldDocs = Object.values(held).reduce((n, v) => n + (Number(v) || 0), 0);
+      const pending = heldDocs - (Number(held.indexed) || 0) - (Number(held.failed) || 0);
+      if (pending <= 0) break;
+      c.log(`the data folder's queue still holds ${pending} documents: waiting for them to finish`);
+      await c.sleep(2000);
+    }
     if (heldDocs > 0) {
-      for (let pending = Infinity; pending > 0; await c.sleep(2000)) {
-        const k = await counts(client);
-        pending = Object.entries(k).reduce((n, [status, v]) => n + (status === 'indexed' || status === 'failed' ? 0 : Number(v) || 0), 0);
-        if (pending > 0) c.log(`the data folder's queue still holds ${pending} documents: waiting for them to finish`);
-      }
       perDoc = await sampleChunks(client, opts, 0, heldDocs);
       docsSoFar = heldDocs;
       chunksSoFar = Math.round(heldDocs * perDoc);

@@ -55,6 +55,15 @@ export interface OffloadedKeywordStats {
  *   both threads busy without a convoy; `queuePerWorker` (RAG_QUERY_WORKERS_QUEUE) lets a bounded number wait instead;
  * - the pool starts on the first search (a process that only indexes never starts threads) and keeps its workers.
  */
+/** The `thread` label of rag_keyword_searches_total for each count of {@link OffloadedKeywordStats}. */
+const THREAD_LABEL: Record<keyof OffloadedKeywordStats, string> = {
+  inWorker: 'worker',
+  small: 'main_small',
+  inline: 'main_busy',
+  retriedInProcess: 'main_retry',
+  timedOut: 'timed_out',
+};
+
 export class OffloadedKeywordIndex implements KeywordIndex {
   private readonly log = new Logger('keyword-workers');
   private pool: Piscina<KeywordSearchRequest, KeywordHit[]> | undefined;
@@ -95,6 +104,12 @@ export class OffloadedKeywordIndex implements KeywordIndex {
     return { ...this.counts };
   }
 
+  /** Counts where a search ran, here and in rag_keyword_searches_total{thread}. */
+  private record(kind: keyof OffloadedKeywordStats): void {
+    this.counts[kind]++;
+    metrics.keywordSearches.inc({ thread: THREAD_LABEL[kind] });
+  }
+
   private poolOf(): Piscina<KeywordSearchRequest, KeywordHit[]> {
     if (this.pool) return this.pool;
     const entry = workerEntry(__dirname, 'keyword-search.worker', 'keyword search worker', this.options.workerFile);
@@ -124,8 +139,7 @@ export class OffloadedKeywordIndex implements KeywordIndex {
     const full = this.busy >= this.options.workers;
     const here = this.recentMs < minMs ? 'small' : full && this.waiting.length >= this.queueLimit ? 'inline' : undefined;
     if (here) {
-      this.counts[here]++;
-      metrics.keywordSearches.inc({ thread: here === 'small' ? 'main_small' : 'main_busy' });
+      this.record(here);
       return timed(await this.inner.search(req));
     }
     if (full) await new Promise<void>((resolve) => this.waiting.push(resolve)); // a finishing search hands its slot over
@@ -133,19 +147,16 @@ export class OffloadedKeywordIndex implements KeywordIndex {
     try {
       if (this.closed) throw new Error('keyword index is closed');
       const hits = await this.poolOf().run(task, { signal: AbortSignal.timeout(this.options.timeoutMs) });
-      this.counts.inWorker++;
-      metrics.keywordSearches.inc({ thread: 'worker' });
+      this.record('inWorker');
       return timed(hits);
     } catch (err) {
       if (this.closed) throw new Error('keyword index was closed during a search', { cause: err });
       if (isAbort(err)) {
-        this.counts.timedOut++;
-        metrics.keywordSearches.inc({ thread: 'timed_out' });
+        this.record('timedOut');
         throw new Error(`keyword search ran past ${this.options.timeoutMs} ms (RAG_QUERY_WORKER_TIMEOUT_MS); its worker was stopped`, { cause: err });
       }
       if (err instanceof TypeError && err.message.startsWith('invalid keyword search request')) throw err;
-      this.counts.retriedInProcess++;
-      metrics.keywordSearches.inc({ thread: 'main_retry' });
+      this.record('retriedInProcess');
       this.log.warn('keyword search worker failed; searching on the main thread', { error: String(err) });
       return this.inner.search(req);
     } finally {
