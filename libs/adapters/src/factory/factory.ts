@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
-import type { AppConfig } from '@rag/platform';
+import { Logger, type AppConfig } from '@rag/platform';
 import type { Bus, DocumentParser, Embedder, EmbeddingSpace, KeywordIndex, Llm, Registry, Reranker, VectorStore } from '@rag/ports';
 import { CrossEncoderReranker } from '../cross-encoder';
 import { EmbeddedBm25KeywordIndex } from '../embedded-bm25';
@@ -76,6 +76,7 @@ export async function createDocumentParser(config: AppConfig): Promise<DocumentP
   const { WorkerDocumentParser } = await import('../worker-parser');
   return new WorkerDocumentParser({
     workers: config.RAG_PARSE_WORKERS,
+    inlineMaxBytes: config.RAG_PARSE_INLINE_BYTES,
     timeoutMs: config.RAG_PARSE_TIMEOUT_MS,
     maxMemoryMb: config.RAG_PARSE_MAX_MEMORY_MB,
     limits: { maxInflatedBytes: config.RAG_MAX_INFLATED_BYTES, maxPages: config.RAG_MAX_PAGES, maxTextBytes: config.RAG_MAX_TEXT_BYTES },
@@ -138,7 +139,17 @@ async function createOnnxEmbedder(config: AppConfig): Promise<Embedder> {
   const names = onnxModelNames(config.RAG_EMBEDDING_MODEL);
   if (config.RAG_MODELS_AUTO_FETCH) await fetchMissingModels(config.modelsDir, names);
   const threads = config.RAG_ONNX_THREADS || availableParallelism();
-  const models = await Promise.all(names.map((name) => OnnxEmbedder.create({ modelsDir: config.modelsDir, name, batchSize: config.RAG_ONNX_BATCH, threads })));
+  const options = names.map((name) => ({ modelsDir: config.modelsDir, name, batchSize: config.RAG_ONNX_BATCH, threads }));
+  // In a worker thread (RAG_ONNX_WORKER, default): ONNX Runtime's Node binding runs inference synchronously on the
+  // calling thread, so in-process every run blocked the event loop (see OnnxWorkerHost). The binding cannot serve two
+  // threads of one process, so where this process may also run the ONNX cross-encoder (on the main thread) the models
+  // stay in-process — moving the cross-encoder into the same worker is not built yet.
+  const inWorker = config.RAG_ONNX_WORKER && config.RAG_RERANKER !== 'cross-encoder';
+  if (config.RAG_ONNX_WORKER && !inWorker) new Logger('onnx-embedder').info('embedding models run on the main thread: RAG_RERANKER=cross-encoder uses ONNX Runtime there, and its Node binding serves one thread per process');
+  // (imported here: piscina loads only in a process that embeds with ONNX)
+  const models: Embedder[] = inWorker
+    ? await (await import('../onnx-embedder/worker-onnx-embedder')).OnnxWorkerHost.create(options)
+    : await Promise.all(options.map((o) => OnnxEmbedder.create(o)));
   const pair = models.length === 2 ? new ScriptRoutedEmbedder(models[0]!, models[1]!, { passages: config.RAG_EMBEDDING_PASSAGES }) : models[0]!;
   if (!config.RAG_CROSSLINGUAL_URL) return pair;
   // Each leg has its own cache (keyed by its own model id, in the same file), so turning the cross-lingual leg on or

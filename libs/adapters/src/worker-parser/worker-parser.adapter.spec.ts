@@ -43,7 +43,7 @@ describe('WorkerDocumentParser', () => {
   });
 
   it('stops a parse stuck past the time limit (terminating its thread) while the event loop keeps serving; the next document parses', async () => {
-    const p = parser({ workerFile: join(__dirname, 'testing/hang.worker.ts'), timeoutMs: 8000 });
+    const p = parser({ workerFile: join(__dirname, 'testing/hang.worker.ts'), timeoutMs: 8000, inlineMaxBytes: 0 });
     const started = new Promise<void>((resolve) => p.onWorkerMessage((m) => (m as { hangStarted?: boolean }).hangStarted && resolve()));
     const events: string[] = [];
     const stuck = p.parse({ bytes: Buffer.from('spin'), mimeType: HANG_MIME }).then((r) => {
@@ -61,8 +61,31 @@ describe('WorkerDocumentParser', () => {
     expect(next).toMatchObject({ ok: true, title: 'Still here' });
   });
 
+  it('parses small plain-text and Markdown documents on the calling thread; larger ones and other types in a worker', async () => {
+    const p = parser({ workerFile: join(__dirname, 'testing/hang.worker.ts'), inlineMaxBytes: 64 });
+    const inWorker: string[] = [];
+    p.onWorkerMessage((m) => {
+      const started = (m as { taskStarted?: string }).taskStarted;
+      if (started) inWorker.push(started);
+    });
+    const small = await p.parse({ bytes: Buffer.from('Shock tubes measure test times.'), mimeType: 'text/plain' });
+    const md = await p.parse({ bytes: Buffer.from('# Title\n\nBody.'), mimeType: 'text/markdown' });
+    expect(inWorker).toEqual([]); // the pool has not even started a thread for them
+    expect(small).toMatchObject({ ok: true, blocks: [{ type: 'paragraph', text: 'Shock tubes measure test times.' }] });
+    expect(md).toMatchObject({ ok: true, title: 'Title' });
+    // the same outcome a worker gives, including the limits: over the text limit fails the same way on either path
+    const longText = 'x '.repeat(40); // 80 bytes: over inlineMaxBytes
+    expect(await p.parse({ bytes: Buffer.from(longText), mimeType: 'text/plain' })).toMatchObject({ ok: true, blocks: [{ type: 'paragraph' }] });
+    const html = await p.parse({ bytes: Buffer.from('<h1>Hi</h1>'), mimeType: 'text/html' });
+    expect(html).toMatchObject({ ok: true });
+    expect(inWorker).toEqual(['text/plain', 'text/html']);
+    const limited = parser({ inlineMaxBytes: 64, limits: { maxTextBytes: 10 } });
+    const tooLong = await limited.parse({ bytes: Buffer.from('far more than ten bytes of text'), mimeType: 'text/plain' });
+    expect(tooLong).toMatchObject({ ok: false, code: 'too_large' });
+  });
+
   it('a parse waiting for a worker is not timed while it waits', async () => {
-    const p = parser({ workerFile: join(__dirname, 'testing/hang.worker.ts'), timeoutMs: 8000 });
+    const p = parser({ workerFile: join(__dirname, 'testing/hang.worker.ts'), timeoutMs: 8000, inlineMaxBytes: 0 });
     const stuck = p.parse({ bytes: Buffer.from('spin'), mimeType: HANG_MIME });
     // queued behind the stuck one for its whole time limit, then parsed by the replacement worker
     const queued = p.parse({ bytes: Buffer.from('Queued text.'), mimeType: 'text/plain' });

@@ -80,6 +80,14 @@ export const ConfigSchema = z.object({
   /** ONNX Runtime intra-op threads per model; 0 = the cores this process may use (os.availableParallelism()). */
   RAG_ONNX_THREADS: int(0, 0, 256),
   /**
+   * Run each ONNX embedding model in a worker thread of its own (default). ONNX Runtime's Node binding runs inference
+   * synchronously on the calling thread, so with `false` (the behaviour before 2026-12-05) every run blocks the event
+   * loop: during an ingestion with the default models the main thread was inside ONNX ≈ 74 % of the time, and stages,
+   * health checks and queries waited behind it (scripts/bench/README.md, ingest). Queries' runs go before waiting
+   * passage runs.
+   */
+  RAG_ONNX_WORKER: bool(true),
+  /**
    * With a `+` model pair: `script` embeds each passage only with the model(s) of its script (an English passage
    * costs one English-model run; a share under 10 % is ignored), `both` embeds every passage with both models (the
    * old space: a Chinese query could reach English passages through the Chinese model's weak English). Different
@@ -174,6 +182,12 @@ export const ConfigSchema = z.object({
    * reason naming the setting. Defaults justified in libs/domain loading/limits.ts.
    */
   RAG_PARSE_WORKERS: int(2, 1, 64),
+  /**
+   * Plain-text and Markdown uploads of at most this many bytes are parsed on the loader's own thread instead of a
+   * worker (0: every upload goes to a worker): their parse is linear and ≈ 0.07 ms per KB, while a worker round trip
+   * waited ≈ 3–8 ms per document for a core while ONNX Runtime kept both busy (scripts/bench/README.md, ingest).
+   */
+  RAG_PARSE_INLINE_BYTES: int(65_536, 0, 1_048_576),
   RAG_PARSE_TIMEOUT_MS: int(60_000, 100, 3_600_000),
   /** V8 old-generation heap of one parse worker; mammoth needs ~75× a DOCX's XML in memory. */
   RAG_PARSE_MAX_MEMORY_MB: int(2048, 64, 65_536),

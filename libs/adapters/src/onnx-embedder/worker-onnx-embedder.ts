@@ -1,0 +1,168 @@
+import { Piscina } from 'piscina';
+import type { EmbedInputType, Embedder } from '@rag/ports';
+import { AppError, type ErrorCode, Logger } from '@rag/platform';
+import { workerEntry } from '../worker-parser/worker-support';
+import type { OnnxEmbedderOptions } from './onnx-embedder.adapter';
+import type { EmbedModelOptions, EmbedTask, EmbedTaskResult } from './embed.worker';
+
+interface Pending {
+  task: EmbedTask;
+  resolve: (r: EmbedTaskResult) => void;
+  reject: (err: unknown) => void;
+}
+
+function failure(r: EmbedTaskResult, what: string): AppError {
+  return r.ok ? new AppError('internal', `the embedding worker answered without ${what}`) : new AppError(r.code as ErrorCode, r.message);
+}
+
+/**
+ * Runs the process's ONNX embedding models in one worker thread, so that inference never blocks the event loop.
+ *
+ * ONNX Runtime's Node binding runs a session synchronously on the calling thread: in-process, each passage's run
+ * (≈ 20–40 ms on 2 cores) held the event loop, which was inside ONNX ≈ 74 % of the time during an ingestion with the
+ * default models — the other stages, health checks, /metrics and any query waited behind it (scripts/bench/README.md,
+ * ingest). One run is in the worker at a time, and a query's run goes before every waiting passage run, so a question
+ * asked during an ingestion waits for at most the run in progress.
+ *
+ * One host per process, never stopped (`shared()`; its idle thread does not keep the process alive): the binding
+ * serves one thread per process, and only the first thread that loads it (see embed.worker) — so a platform closed
+ * and started again in the same process (tests, bench rounds) reuses this thread, and no other code of the process
+ * may load ONNX Runtime on the main thread (the factory keeps the models in-process when the ONNX cross-encoder is
+ * configured). If the worker dies (piscina replaces it), the new thread cannot load the binding: embedding then fails
+ * with that error until the process restarts.
+ */
+export class OnnxWorkerHost {
+  private static instance: OnnxWorkerHost | undefined;
+  private readonly pool: Piscina<EmbedTask, EmbedTaskResult>;
+  private readonly queries: Pending[] = [];
+  private readonly passages: Pending[] = [];
+  private readonly users = new Map<string, number>();
+  private running = false;
+
+  private constructor(workerFile?: string) {
+    const entry = workerEntry(__dirname, 'embed.worker', 'embedding worker', workerFile);
+    this.pool = new Piscina<EmbedTask, EmbedTaskResult>({
+      filename: entry.filename,
+      ...(entry.tsEntry ? { workerData: { tsEntry: entry.tsEntry } } : {}),
+      minThreads: 1,
+      maxThreads: 1,
+      idleTimeout: Number.POSITIVE_INFINITY,
+    });
+    // a worker failing outside any task must not crash the process
+    this.pool.on('error', () => undefined);
+  }
+
+  /** The process's host (started on first use). */
+  static shared(): OnnxWorkerHost {
+    return (OnnxWorkerHost.instance ??= new OnnxWorkerHost());
+  }
+
+  /**
+   * Loads the models in the worker (a model already loaded there with the same options is shared) and returns an
+   * Embedder per model, in order; fails as OnnxEmbedder.create does (same codes and messages).
+   */
+  static async create(models: OnnxEmbedderOptions[]): Promise<WorkerOnnxEmbedder[]> {
+    const host = OnnxWorkerHost.shared();
+    const log = models[0]?.logger ?? new Logger('onnx-embedder');
+    const embedders: WorkerOnnxEmbedder[] = [];
+    try {
+      for (const { logger: _l, ...options } of models) embedders.push(await host.load(options));
+    } catch (e) {
+      await Promise.all(embedders.map((m) => m.close()));
+      throw e;
+    }
+    log.info('embedding models run in a worker thread', { models: embedders.map((e) => e.modelId) });
+    return embedders;
+  }
+
+  async load(options: EmbedModelOptions): Promise<WorkerOnnxEmbedder> {
+    const key = JSON.stringify(options);
+    const r = await this.run({ op: 'load', key, options });
+    if (!r.ok || !('info' in r)) throw failure(r, 'model info');
+    this.users.set(key, (this.users.get(key) ?? 0) + 1);
+    return new WorkerOnnxEmbedder(this, key, r.info);
+  }
+
+  /** One user of a model is done; the last one unloads it from the worker (the thread stays for the next load). */
+  async release(key: string): Promise<void> {
+    const n = (this.users.get(key) ?? 1) - 1;
+    if (n > 0) {
+      this.users.set(key, n);
+      return;
+    }
+    this.users.delete(key);
+    await this.run({ op: 'unload', key });
+  }
+
+  /**
+   * Queues a task and sends it when the worker is free: queries' runs first, everything else (passage runs, loads,
+   * unloads) in arrival order, so an unload never overtakes its model's waiting runs.
+   */
+  run(task: EmbedTask): Promise<EmbedTaskResult> {
+    return new Promise((resolve, reject) => {
+      (task.op === 'embed' && task.inputType === 'query' ? this.queries : this.passages).push({ task, resolve, reject });
+      this.pump();
+    });
+  }
+
+  private pump(): void {
+    if (this.running) return;
+    const next = this.queries.shift() ?? this.passages.shift();
+    if (!next) return;
+    this.running = true;
+    this.pool
+      .run(next.task)
+      .then(next.resolve, next.reject)
+      .finally(() => {
+        this.running = false;
+        this.pump();
+      });
+  }
+}
+
+/** One model in the OnnxWorkerHost: the same vectors as OnnxEmbedder, computed in the worker. */
+export class WorkerOnnxEmbedder implements Embedder {
+  readonly modelId: string;
+  readonly dim: number;
+  readonly batchSize: number;
+  readonly maxLength: number;
+  private closed = false;
+
+  constructor(
+    private readonly host: OnnxWorkerHost,
+    private readonly key: string,
+    info: { modelId: string; dim: number; batchSize: number; maxLength: number },
+  ) {
+    this.modelId = info.modelId;
+    this.dim = info.dim;
+    this.batchSize = info.batchSize;
+    this.maxLength = info.maxLength;
+  }
+
+  async embed(texts: string[], inputType: EmbedInputType): Promise<Float32Array[]> {
+    if (this.closed) throw new AppError('unavailable', `${this.modelId} is closed`);
+    if (texts.length === 0) return [];
+    // The runs OnnxEmbedder would make (longest first, batchSize each; the prefix is the same for every text, so the
+    // order is too), each its own task: a query waits for one passage run, not for a whole call's.
+    const order = texts.map((_, i) => i).sort((a, b) => texts[b]!.length - texts[a]!.length);
+    const out = new Array<Float32Array>(texts.length);
+    const runs: Promise<void>[] = [];
+    for (let start = 0; start < order.length; start += this.batchSize) {
+      const idx = order.slice(start, start + this.batchSize);
+      runs.push(
+        this.host.run({ op: 'embed', key: this.key, texts: idx.map((i) => texts[i]!), inputType }).then((r) => {
+          if (!r.ok || !('vectors' in r)) throw failure(r, 'vectors');
+          idx.forEach((i, k) => (out[i] = r.vectors[k]!));
+        }),
+      );
+    }
+    await Promise.all(runs);
+    return out;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.host.release(this.key);
+  }
+}
