@@ -94,7 +94,12 @@ export async function createRegistry(config: AppConfig): Promise<Registry> {
   return new SqliteRegistry({ dir: config.dataDir, synchronous: config.RAG_SQLITE_SYNCHRONOUS });
 }
 
-export async function createEmbedder(config: AppConfig): Promise<Embedder> {
+/**
+ * `where.onnxOnMainThread`: this process also runs ONNX Runtime on its main thread (the ONNX cross-encoder), so the
+ * embedding models must stay there too (the binding serves one thread per process); default: whenever
+ * RAG_RERANKER=cross-encoder. CoreModule passes whether it actually creates the reranker.
+ */
+export async function createEmbedder(config: AppConfig, where: { onnxOnMainThread?: boolean } = {}): Promise<Embedder> {
   const kind = config.RAG_EMBEDDER;
   let inner: Embedder;
   switch (kind) {
@@ -102,7 +107,7 @@ export async function createEmbedder(config: AppConfig): Promise<Embedder> {
       inner = new HashingEmbedder({ dim: config.RAG_EMBEDDING_DIM });
       break;
     case 'onnx':
-      inner = await createOnnxEmbedder(config);
+      inner = await createOnnxEmbedder(config, where.onnxOnMainThread ?? config.RAG_RERANKER === 'cross-encoder');
       // With the cross-lingual leg each leg is cached already (createOnnxEmbedder): caching the combined vector too
       // would store every passage a third time and hide the legs' caches behind it.
       if (inner instanceof CrossLingualEmbedder) return inner;
@@ -135,17 +140,17 @@ export function onnxModelNames(spec: string): string[] {
   return names;
 }
 
-async function createOnnxEmbedder(config: AppConfig): Promise<Embedder> {
+async function createOnnxEmbedder(config: AppConfig, onnxOnMainThread: boolean): Promise<Embedder> {
   const names = onnxModelNames(config.RAG_EMBEDDING_MODEL);
   if (config.RAG_MODELS_AUTO_FETCH) await fetchMissingModels(config.modelsDir, names);
   const threads = config.RAG_ONNX_THREADS || availableParallelism();
   const options = names.map((name) => ({ modelsDir: config.modelsDir, name, batchSize: config.RAG_ONNX_BATCH, threads }));
   // In a worker thread (RAG_ONNX_WORKER, default): ONNX Runtime's Node binding runs inference synchronously on the
   // calling thread, so in-process every run blocked the event loop (see OnnxWorkerHost). The binding cannot serve two
-  // threads of one process, so where this process may also run the ONNX cross-encoder (on the main thread) the models
+  // threads of one process, so where this process also runs the ONNX cross-encoder (on the main thread) the models
   // stay in-process — moving the cross-encoder into the same worker is not built yet.
-  const inWorker = config.RAG_ONNX_WORKER && config.RAG_RERANKER !== 'cross-encoder';
-  if (config.RAG_ONNX_WORKER && !inWorker) new Logger('onnx-embedder').info('embedding models run on the main thread: RAG_RERANKER=cross-encoder uses ONNX Runtime there, and its Node binding serves one thread per process');
+  const inWorker = config.RAG_ONNX_WORKER && !onnxOnMainThread;
+  if (config.RAG_ONNX_WORKER && !inWorker) new Logger('onnx-embedder').info('embedding models run on the main thread: this process runs the ONNX cross-encoder there, and ONNX Runtime\'s Node binding serves one thread per process');
   // (imported here: piscina loads only in a process that embeds with ONNX)
   const models: Embedder[] = inWorker
     ? await (await import('../onnx-embedder/worker-onnx-embedder')).OnnxWorkerHost.create(options)
