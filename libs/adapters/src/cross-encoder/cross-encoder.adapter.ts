@@ -97,15 +97,14 @@ export class CrossEncoderReranker implements Reranker {
   }
 
   async rerank(query: string, candidates: ScoredChunk[], topN: number): Promise<ScoredChunk[]> {
-    const n = Math.max(0, Math.min(Math.floor(topN), candidates.length));
+    const n = rerankCount(topN, candidates.length);
     if (n === 0) return [];
-    const passages = candidates.map((c) => (this.settings.includeTitle && c.title && !c.text.startsWith(c.title) ? `${c.title}\n${c.text}` : c.text));
-    const logits = await this.logits(query, passages);
-    return candidates
-      .map((c, i) => ({ c, i, logit: logits[i] }))
-      .sort((a, b) => b.logit - a.logit || a.i - b.i)
-      .slice(0, n)
-      .map(({ c, logit }) => ({ ...c, score: this.settings.score === 'sigmoid' ? sigmoid(logit) : logit }));
+    return rankByLogits(candidates, await this.logits(query, pairPassages(candidates, this.settings.includeTitle)), n, this.settings.score);
+  }
+
+  /** Pairs per ONNX run. */
+  get batchSize(): number {
+    return this.settings.batchSize;
   }
 
   /** Raw relevance logits of (query, passage) pairs, in passage order. */
@@ -142,6 +141,25 @@ export class CrossEncoderReranker implements Reranker {
     }
     return Array.from({ length: rows }, (_, r) => (labels === 1 ? data[r] : data[r * 2 + 1] - data[r * 2]));
   }
+}
+
+/** How many candidates a rerank returns: topN, within 0 and the candidates. */
+export function rerankCount(topN: number, candidates: number): number {
+  return Math.max(0, Math.min(Math.floor(topN), candidates));
+}
+
+/** The passage each candidate is scored as: its text, or `title + "\n" + text` with `includeTitle`. */
+export function pairPassages(candidates: ScoredChunk[], includeTitle: boolean): string[] {
+  return candidates.map((c) => (includeTitle && c.title && !c.text.startsWith(c.title) ? `${c.title}\n${c.text}` : c.text));
+}
+
+/** The best `n` candidates by logit (stable for ties), each with the new score. */
+export function rankByLogits(candidates: ScoredChunk[], logits: number[], n: number, score: 'sigmoid' | 'logit'): ScoredChunk[] {
+  return candidates
+    .map((c, i) => ({ c, i, logit: logits[i]! }))
+    .sort((a, b) => b.logit - a.logit || a.i - b.i)
+    .slice(0, n)
+    .map(({ c, logit }) => ({ ...c, score: score === 'sigmoid' ? sigmoid(logit) : logit }));
 }
 
 export function sigmoid(x: number): number {

@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
-import { Logger, type AppConfig } from '@rag/platform';
+import type { AppConfig } from '@rag/platform';
 import type { Bus, DocumentParser, Embedder, EmbeddingSpace, KeywordIndex, Llm, Registry, Reranker, VectorStore } from '@rag/ports';
 import { CrossEncoderReranker } from '../cross-encoder';
 import { EmbeddedBm25KeywordIndex } from '../embedded-bm25';
@@ -94,12 +94,7 @@ export async function createRegistry(config: AppConfig): Promise<Registry> {
   return new SqliteRegistry({ dir: config.dataDir, synchronous: config.RAG_SQLITE_SYNCHRONOUS });
 }
 
-/**
- * `where.onnxOnMainThread`: this process also runs ONNX Runtime on its main thread (the ONNX cross-encoder), so the
- * embedding models must stay there too (the binding serves one thread per process); default: whenever
- * RAG_RERANKER=cross-encoder. CoreModule passes whether it actually creates the reranker.
- */
-export async function createEmbedder(config: AppConfig, where: { onnxOnMainThread?: boolean } = {}): Promise<Embedder> {
+export async function createEmbedder(config: AppConfig): Promise<Embedder> {
   const kind = config.RAG_EMBEDDER;
   let inner: Embedder;
   switch (kind) {
@@ -107,7 +102,7 @@ export async function createEmbedder(config: AppConfig, where: { onnxOnMainThrea
       inner = new HashingEmbedder({ dim: config.RAG_EMBEDDING_DIM });
       break;
     case 'onnx':
-      inner = await createOnnxEmbedder(config, where.onnxOnMainThread ?? config.RAG_RERANKER === 'cross-encoder');
+      inner = await createOnnxEmbedder(config);
       // With the cross-lingual leg each leg is cached already (createOnnxEmbedder): caching the combined vector too
       // would store every passage a third time and hide the legs' caches behind it.
       if (inner instanceof CrossLingualEmbedder) return inner;
@@ -140,19 +135,16 @@ export function onnxModelNames(spec: string): string[] {
   return names;
 }
 
-async function createOnnxEmbedder(config: AppConfig, onnxOnMainThread: boolean): Promise<Embedder> {
+async function createOnnxEmbedder(config: AppConfig): Promise<Embedder> {
   const names = onnxModelNames(config.RAG_EMBEDDING_MODEL);
   if (config.RAG_MODELS_AUTO_FETCH) await fetchMissingModels(config.modelsDir, names);
   const threads = config.RAG_ONNX_THREADS || availableParallelism();
   const options = names.map((name) => ({ modelsDir: config.modelsDir, name, batchSize: config.RAG_ONNX_BATCH, threads }));
-  // In a worker thread (RAG_ONNX_WORKER, default): ONNX Runtime's Node binding runs inference synchronously on the
-  // calling thread, so in-process every run blocked the event loop (see OnnxWorkerHost). The binding cannot serve two
-  // threads of one process, so where this process also runs the ONNX cross-encoder (on the main thread) the models
-  // stay in-process — moving the cross-encoder into the same worker is not built yet.
-  const inWorker = config.RAG_ONNX_WORKER && !onnxOnMainThread;
-  if (config.RAG_ONNX_WORKER && !inWorker) new Logger('onnx-embedder').info('embedding models run on the main thread: this process runs the ONNX cross-encoder there, and ONNX Runtime\'s Node binding serves one thread per process');
-  // (imported here: piscina loads only in a process that embeds with ONNX)
-  const models: Embedder[] = inWorker
+  // In the process's ONNX worker thread (RAG_ONNX_WORKER, default): ONNX Runtime's Node binding runs inference
+  // synchronously on the calling thread, so in-process every run blocked the event loop (see OnnxWorkerHost; the
+  // cross-encoder goes to the same thread: the binding serves one thread per process). Imported here, so piscina
+  // loads only in a process that runs ONNX models.
+  const models: Embedder[] = config.RAG_ONNX_WORKER
     ? await (await import('../onnx-embedder/worker-onnx-embedder')).OnnxWorkerHost.create(options)
     : await Promise.all(options.map((o) => OnnxEmbedder.create(o)));
   const pair = models.length === 2 ? new ScriptRoutedEmbedder(models[0]!, models[1]!, { passages: config.RAG_EMBEDDING_PASSAGES }) : models[0]!;
@@ -287,7 +279,10 @@ export async function createReranker(config: AppConfig): Promise<Reranker | null
     case 'none':
       return null;
     case 'cross-encoder':
-      return CrossEncoderReranker.create({ modelsDir: config.modelsDir, name: config.RAG_RERANKER_MODEL });
+      // in the ONNX worker thread with the embedding models (RAG_ONNX_WORKER; see WorkerCrossEncoderReranker)
+      return config.RAG_ONNX_WORKER
+        ? (await import('../cross-encoder/worker-cross-encoder')).WorkerCrossEncoderReranker.create({ modelsDir: config.modelsDir, name: config.RAG_RERANKER_MODEL })
+        : CrossEncoderReranker.create({ modelsDir: config.modelsDir, name: config.RAG_RERANKER_MODEL });
     case 'http':
       return new HttpReranker({ baseUrl: config.RAG_RERANKER_URL!, apiKey: config.RAG_RERANKER_API_KEY, model: config.RAG_RERANKER_HTTP_MODEL });
     default:

@@ -3,45 +3,46 @@ import type { EmbedInputType, Embedder } from '@rag/ports';
 import { AppError, type ErrorCode, Logger } from '@rag/platform';
 import { workerEntry } from '../worker-parser/worker-support';
 import type { OnnxEmbedderOptions } from './onnx-embedder.adapter';
-import type { EmbedModelOptions, EmbedTask, EmbedTaskResult } from './embed.worker';
+import type { EmbedModelOptions, OnnxTask, OnnxTaskResult, RerankModelOptions } from './onnx-models.worker';
 
 interface Pending {
-  task: EmbedTask;
-  resolve: (r: EmbedTaskResult) => void;
+  task: OnnxTask;
+  resolve: (r: OnnxTaskResult) => void;
   reject: (err: unknown) => void;
 }
 
-function failure(r: EmbedTaskResult, what: string): AppError {
-  return r.ok ? new AppError('internal', `the embedding worker answered without ${what}`) : new AppError(r.code as ErrorCode, r.message);
+export function failure(r: OnnxTaskResult, what: string): AppError {
+  return r.ok ? new AppError('internal', `the ONNX worker answered without ${what}`) : new AppError(r.code as ErrorCode, r.message);
 }
 
 /**
- * Runs the process's ONNX embedding models in one worker thread, so that inference never blocks the event loop.
+ * Runs the process's ONNX models (embedding models, and the cross-encoder when one is configured) in one worker thread,
+ * so that inference never blocks the event loop.
  *
  * ONNX Runtime's Node binding runs a session synchronously on the calling thread: in-process, each passage's run
  * (≈ 20–40 ms on 2 cores) held the event loop, which was inside ONNX ≈ 74 % of the time during an ingestion with the
  * default models — the other stages, health checks, /metrics and any query waited behind it (scripts/bench/README.md,
- * ingest). One run is in the worker at a time, and a query's run goes before every waiting passage run, so a question
- * asked during an ingestion waits for at most the run in progress.
+ * ingest). One run is in the worker at a time, and a query's runs (its embedding, its rerank) go before every waiting
+ * passage run, so a question asked during an ingestion waits for at most the run in progress.
  *
  * One host per process, never stopped (`shared()`; its idle thread does not keep the process alive): the binding
- * serves one thread per process, and only the first thread that loads it (see embed.worker) — so a platform closed
+ * serves one thread per process, and only the first thread that loads it (see onnx-models.worker) — so a platform closed
  * and started again in the same process (tests, bench rounds) reuses this thread, and no other code of the process
- * may load ONNX Runtime on the main thread (the factory keeps the models in-process when the ONNX cross-encoder is
- * configured). If the worker dies (piscina replaces it), the new thread cannot load the binding: embedding then fails
- * with that error until the process restarts.
+ * may load ONNX Runtime on another thread (with RAG_ONNX_WORKER=false every model stays on the main thread instead).
+ * If the worker dies (piscina replaces it), the new thread cannot load the binding: inference then fails with that
+ * error until the process restarts.
  */
 export class OnnxWorkerHost {
   private static instance: OnnxWorkerHost | undefined;
-  private readonly pool: Piscina<EmbedTask, EmbedTaskResult>;
+  private readonly pool: Piscina<OnnxTask, OnnxTaskResult>;
   private readonly queries: Pending[] = [];
   private readonly passages: Pending[] = [];
   private readonly users = new Map<string, number>();
   private running = false;
 
   private constructor(workerFile?: string) {
-    const entry = workerEntry(__dirname, 'embed.worker', 'embedding worker', workerFile);
-    this.pool = new Piscina<EmbedTask, EmbedTaskResult>({
+    const entry = workerEntry(__dirname, 'onnx-models.worker', 'ONNX models worker', workerFile);
+    this.pool = new Piscina<OnnxTask, OnnxTaskResult>({
       filename: entry.filename,
       ...(entry.tsEntry ? { workerData: { tsEntry: entry.tsEntry } } : {}),
       minThreads: 1,
@@ -83,6 +84,15 @@ export class OnnxWorkerHost {
     return new WorkerOnnxEmbedder(this, key, r.info);
   }
 
+  /** Loads a cross-encoder in the worker (shared like a model; see WorkerCrossEncoderReranker). */
+  async loadReranker(options: RerankModelOptions): Promise<{ key: string; id: string; maxLength: number; batchSize: number }> {
+    const key = JSON.stringify(options);
+    const r = await this.run({ op: 'load-reranker', key, options });
+    if (!r.ok || !('reranker' in r)) throw failure(r, 'reranker info');
+    this.users.set(key, (this.users.get(key) ?? 0) + 1);
+    return { key, ...r.reranker };
+  }
+
   /** One user of a model is done; the last one unloads it from the worker (the thread stays for the next load). */
   async release(key: string): Promise<void> {
     const n = (this.users.get(key) ?? 1) - 1;
@@ -95,12 +105,13 @@ export class OnnxWorkerHost {
   }
 
   /**
-   * Queues a task and sends it when the worker is free: queries' runs first, everything else (passage runs, loads,
-   * unloads) in arrival order, so an unload never overtakes its model's waiting runs.
+   * Queues a task and sends it when the worker is free: queries' runs (a query's embedding, a rerank) first, everything
+   * else (passage runs, loads, unloads) in arrival order, so an unload never overtakes its model's waiting runs.
    */
-  run(task: EmbedTask): Promise<EmbedTaskResult> {
+  run(task: OnnxTask): Promise<OnnxTaskResult> {
+    const forQuery = (task.op === 'embed' && task.inputType === 'query') || task.op === 'logits';
     return new Promise((resolve, reject) => {
-      (task.op === 'embed' && task.inputType === 'query' ? this.queries : this.passages).push({ task, resolve, reject });
+      (forQuery ? this.queries : this.passages).push({ task, resolve, reject });
       this.pump();
     });
   }

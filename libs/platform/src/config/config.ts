@@ -80,11 +80,11 @@ export const ConfigSchema = z.object({
   /** ONNX Runtime intra-op threads per model; 0 = the cores this process may use (os.availableParallelism()). */
   RAG_ONNX_THREADS: int(0, 0, 256),
   /**
-   * Run each ONNX embedding model in a worker thread of its own (default). ONNX Runtime's Node binding runs inference
-   * synchronously on the calling thread, so with `false` (the behaviour before 2026-12-05) every run blocks the event
-   * loop: during an ingestion with the default models the main thread was inside ONNX ≈ 74 % of the time, and stages,
-   * health checks and queries waited behind it (scripts/bench/README.md, ingest). Queries' runs go before waiting
-   * passage runs.
+   * Run the process's ONNX models (embedding models, the cross-encoder) in one worker thread (default). ONNX Runtime's
+   * Node binding runs inference synchronously on the calling thread, so with `false` (the behaviour before 2026-12-05)
+   * every run blocks the event loop: during an ingestion with the default models the main thread was inside ONNX ≈ 74 %
+   * of the time, and stages, health checks and queries waited behind it (scripts/bench/README.md, ingest). A query's
+   * runs (embedding, rerank) go before waiting passage runs.
    */
   RAG_ONNX_WORKER: bool(true),
   /**

@@ -61,6 +61,7 @@ class CoreLifecycle implements OnApplicationBootstrap, OnApplicationShutdown {
       ['keywords', () => this.get<KeywordIndex>('keywords')!.close()],
       ['registry', () => this.get<Registry>('registry')!.close()],
       ['embedder', this.get<Embedder>('embedder')?.close?.bind(this.get<Embedder>('embedder'))],
+      ['reranker', this.get<{ close?: () => Promise<void> }>('reranker')?.close?.bind(this.get<{ close?: () => Promise<void> }>('reranker'))],
       ['llm', this.get<Llm>('llm')?.close?.bind(this.get<Llm>('llm'))],
     ];
     for (const [part, close] of steps) {
@@ -84,7 +85,7 @@ export class CoreModule {
     // The broker wrapped so that every published value is checked against its topic's schema on the way out.
     if (need('bus')) providers.push({ provide: BUS, useFactory: async () => new ValidatingBus((await createBus(config)) as MessageBroker) });
     if (need('registry')) providers.push({ provide: REGISTRY, useFactory: () => createRegistry(config) });
-    if (need('embedder')) providers.push({ provide: EMBEDDER, useFactory: () => createEmbedder(config, { onnxOnMainThread: need('reranker') && config.RAG_RERANKER === 'cross-encoder' }) });
+    if (need('embedder')) providers.push({ provide: EMBEDDER, useFactory: () => createEmbedder(config) });
     if (need('vectors')) {
       // Which vectors the store holds: from the loaded embedder when this process embeds, else from the model
       // manifests, so an indexer or retriever never loads an embedding model it would not run.
