@@ -1,23 +1,12 @@
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { ScoredChunk } from '@rag/contracts';
 import { AppError } from '@rag/platform';
 import { TEST_MODELS_DIR, ensureTestModels } from '../onnx-embedder/test-models';
 import { CrossEncoderReranker, sigmoid } from './cross-encoder.adapter';
 import { buildPairScorer } from './pair-scorer.fixture';
+import { CANDIDATES, QUERY, chunk } from './rerank-cases.fixture';
 
-function chunk(id: string, text: string, score = 0): ScoredChunk {
-  return { chunk_id: `doc:${id}#v1#0`, document_id: `doc:${id}`, title: `Doc ${id}`, text, score, heading_path: ['H'], source_url: `https://x/${id}` };
-}
-
-const QUERY = 'How do I reset my password?';
-const CANDIDATES = [
-  chunk('revenue', 'Quarterly revenue grew by twelve percent compared with last year.', 0.9),
-  chunk('rules', 'Password rules: use at least twelve characters.', 0.8),
-  chunk('reset', 'To reset your password, open Settings, choose Security and click Reset password.', 0.7),
-  chunk('lunch', 'The cafeteria serves lunch from noon until two.', 0.6),
-];
 
 /*
  * No registry reachable from here ships a cross-encoder, so these tests run the real adapter code

@@ -1,20 +1,9 @@
-import type { ScoredChunk } from '@rag/contracts';
 import { TEST_MODELS_DIR, ensureTestModels } from '../onnx-embedder/test-models';
 import { OnnxWorkerHost } from '../onnx-embedder/worker-onnx-embedder';
 import { buildPairScorer } from './pair-scorer.fixture';
+import { CANDIDATES, QUERY } from './rerank-cases.fixture';
 import { WorkerCrossEncoderReranker } from './worker-cross-encoder';
 
-function chunk(id: string, text: string, score = 0): ScoredChunk {
-  return { chunk_id: `doc:${id}#v1#0`, document_id: `doc:${id}`, title: `Doc ${id}`, text, score, heading_path: ['H'], source_url: `https://x/${id}` };
-}
-
-const QUERY = 'How do I reset my password?';
-const CANDIDATES = [
-  chunk('revenue', 'Quarterly revenue grew by twelve percent compared with last year.', 0.9),
-  chunk('rules', 'Password rules: use at least twelve characters.', 0.8),
-  chunk('reset', 'To reset your password, open Settings, choose Security and click Reset password.', 0.7),
-  chunk('lunch', 'The cafeteria serves lunch from noon until two.', 0.6),
-];
 
 // The same stand-in model as cross-encoder.adapter.spec.ts (its own process: ONNX Runtime's binding serves one thread
 // per process, and here every model runs in the ONNX worker).
