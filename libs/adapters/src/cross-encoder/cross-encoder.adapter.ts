@@ -6,6 +6,7 @@ import {
   SerialQueue,
   encodeBatch,
   locateModelFolder,
+  longestFirstRuns,
   specialTokenCount,
   toFloat32,
   truncatePair,
@@ -111,9 +112,7 @@ export class CrossEncoderReranker implements Reranker {
   async logits(query: string, passages: string[]): Promise<number[]> {
     const out = new Array<number>(passages.length);
     // Longest passages together, so batches pad little.
-    const order = passages.map((_, i) => i).sort((a, b) => passages[b].length - passages[a].length);
-    for (let start = 0; start < order.length; start += this.settings.batchSize) {
-      const idx = order.slice(start, start + this.settings.batchSize);
+    for (const idx of longestFirstRuns(passages, this.settings.batchSize)) {
       const scores = await this.queue.run(() => this.runBatch(query, idx.map((i) => passages[i])));
       idx.forEach((i, k) => (out[i] = scores[k]));
     }

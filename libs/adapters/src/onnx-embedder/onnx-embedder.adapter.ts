@@ -7,6 +7,7 @@ import {
   SerialQueue,
   encodeBatch,
   l2normalize,
+  longestFirstRuns,
   locateModelFolder,
   maskValues,
   poolHidden,
@@ -145,11 +146,8 @@ export class OnnxEmbedder implements Embedder {
     if (texts.length === 0) return [];
     const prefix = inputType === 'query' ? this.queryPrefix : this.passagePrefix;
     const inputs = texts.map((t) => prefix + t);
-    // Longest first, so that each batch pads to a similar length; results go back to input order.
-    const order = inputs.map((_, i) => i).sort((a, b) => inputs[b].length - inputs[a].length);
     const out = new Array<Float32Array>(texts.length);
-    for (let start = 0; start < order.length; start += this.batchSize) {
-      const idx = order.slice(start, start + this.batchSize);
+    for (const idx of longestFirstRuns(inputs, this.batchSize)) {
       const vectors = await this.queue.run(() => this.runBatch(idx.map((i) => inputs[i])));
       idx.forEach((i, k) => (out[i] = vectors[k]));
     }

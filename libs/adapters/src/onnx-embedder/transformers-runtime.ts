@@ -149,6 +149,18 @@ export function withLocalModels<T>(modelsDir: string, fn: (t: TransformersModule
   return run;
 }
 
+/**
+ * The runs a batch of texts is cut into: indices, longest text first, `batchSize` per run, so each run pads to a similar
+ * length (OnnxEmbedder, CrossEncoderReranker, and the worker's embedder, which must cut the same runs to give the same
+ * vectors). Results go back to input order by these indices.
+ */
+export function longestFirstRuns(texts: string[], batchSize: number): number[][] {
+  const order = texts.map((_, i) => i).sort((a, b) => texts[b]!.length - texts[a]!.length);
+  const runs: number[][] = [];
+  for (let start = 0; start < order.length; start += batchSize) runs.push(order.slice(start, start + batchSize));
+  return runs;
+}
+
 /** Serialises work on one ONNX session: batches run one after another, so a query waits for at most one batch. */
 export class SerialQueue {
   private tail: Promise<unknown> = Promise.resolve();

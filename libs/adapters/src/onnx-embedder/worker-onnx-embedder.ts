@@ -3,6 +3,7 @@ import type { EmbedInputType, Embedder } from '@rag/ports';
 import { AppError, type ErrorCode, Logger } from '@rag/platform';
 import { workerEntry } from '../worker-parser/worker-support';
 import type { OnnxEmbedderOptions } from './onnx-embedder.adapter';
+import { longestFirstRuns } from './transformers-runtime';
 import type { EmbedModelOptions, OnnxTask, OnnxTaskResult, RerankModelOptions } from './onnx-models.worker';
 
 interface Pending {
@@ -153,21 +154,17 @@ export class WorkerOnnxEmbedder implements Embedder {
   async embed(texts: string[], inputType: EmbedInputType): Promise<Float32Array[]> {
     if (this.closed) throw new AppError('unavailable', `${this.modelId} is closed`);
     if (texts.length === 0) return [];
-    // The runs OnnxEmbedder would make (longest first, batchSize each; the prefix is the same for every text, so the
-    // order is too), each its own task: a query waits for one passage run, not for a whole call's.
-    const order = texts.map((_, i) => i).sort((a, b) => texts[b]!.length - texts[a]!.length);
+    // The runs OnnxEmbedder would make (the prefix is the same for every text, so the order is too), each its own task:
+    // a query waits for one passage run, not for a whole call's.
     const out = new Array<Float32Array>(texts.length);
-    const runs: Promise<void>[] = [];
-    for (let start = 0; start < order.length; start += this.batchSize) {
-      const idx = order.slice(start, start + this.batchSize);
-      runs.push(
+    await Promise.all(
+      longestFirstRuns(texts, this.batchSize).map((idx) =>
         this.host.run({ op: 'embed', key: this.key, texts: idx.map((i) => texts[i]!), inputType }).then((r) => {
           if (!r.ok || !('vectors' in r)) throw failure(r, 'vectors');
           idx.forEach((i, k) => (out[i] = r.vectors[k]!));
         }),
-      );
-    }
-    await Promise.all(runs);
+      ),
+    );
     return out;
   }
 
