@@ -130,6 +130,42 @@ describe('SqliteLogBus', () => {
     expect(c.calls).toBe(1);
   });
 
+  it('lets the event loop turn while consumers work through a backlog whose handlers never wait on I/O', async () => {
+    // Handlers that resolve in microtasks (synchronous work underneath, like SQLite or the hashing embedder) must not
+    // chain the whole backlog past the loop's timers and I/O (an HTTP request or health check would wait for all of it).
+    const bus = open();
+    const total = 400;
+    let handled = 0;
+    let handledWhenTimerFired = -1;
+    await bus.subscribe({
+      group: 'g',
+      topic: Topic.Chunks,
+      stage: 'busy',
+      handler: async () => {
+        const until = performance.now() + 0.5; // half a millisecond of synchronous work per message
+        while (performance.now() < until);
+        handled++;
+      },
+    });
+    await bus.publish(
+      Topic.Chunks,
+      Array.from({ length: total }, (_, n) => ({ key: `doc-${n}`, value: { n } })),
+    );
+    await bus.start();
+    await new Promise<void>((resolve) =>
+      setTimeout(() => {
+        handledWhenTimerFired = handled;
+        resolve();
+      }, 5),
+    );
+    await bus.drain(20_000);
+    expect(handled).toBe(total);
+    // The 5 ms timer fired long before the ≈ 200 ms of handler work was done.
+    expect(handledWhenTimerFired).toBeGreaterThanOrEqual(0);
+    expect(handledWhenTimerFired).toBeLessThan(total / 2);
+    await bus.close();
+  });
+
   it('redelivers uncommitted messages after a restart and never loses accepted ones', async () => {
     const first = open({ maxAttempts: 1000, retryBaseMs: 5, retryMaxMs: 5 });
     const done: number[] = [];

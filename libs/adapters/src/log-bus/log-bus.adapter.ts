@@ -9,6 +9,7 @@ import { Logger, metrics, traceHeaders, type Context } from '@rag/platform';
 import type { Headers, MessageBroker, OutgoingMessage, SubscribeOptions } from '@rag/ports';
 import { deliverWithRetries } from '../bus-delivery';
 import { openSqlite } from '../sqlite/open-sqlite';
+import { yieldToLoop } from '../sqlite/write-runs';
 
 const HOUR_MS = 3_600_000;
 
@@ -455,6 +456,12 @@ export class SqliteLogBus implements MessageBroker {
         } finally {
           this.inflight.delete(slot);
         }
+        // Let the event loop turn between runs. A handler whose work is synchronous underneath (SQLite, the hashing
+        // embedder) resolves in microtasks, and so does the next run after it: without this, the consumers of a busy
+        // bus chained run after run without the loop ever reaching its I/O phase — an HTTP request or a health check
+        // arriving during an ingestion waited for seconds (max 2–3 s measured with the hashing embedder; a timer set
+        // before the ingestion never fired during it). One setImmediate per run costs microseconds.
+        await yieldToLoop();
       }
     }
   }
