@@ -478,6 +478,11 @@ function ingestion() {
     panel(id++, 'Ingestion stage throughput (calls/s)', 'timeseries', { x: 12, y: 24, w: 12, h: 8 }, [
       [`sum by (stage) (rate(rag_stage_duration_seconds_count{stage=~"${ing}"}[$__rate_interval]))`, '{{stage}}'],
     ], fieldConfig('ops')),
+    // Embedded mode: the keyword index's writes run on a writer thread (RAG_KEYWORD_WRITE_WORKER); main_retry means
+    // that thread failed and the write ran on the event loop instead (look at the logs: keyword-writer).
+    panel(id++, 'Embedded keyword-index writes/s by thread', 'timeseries', { x: 0, y: 32, w: 12, h: 8 }, [
+      ['sum by (thread, op) (rate(rag_keyword_writes_total[$__rate_interval]))', '{{thread}} {{op}}'],
+    ], fieldConfig('ops')),
   ];
   return dashboard('rag-ingestion', 'RAG / Ingestion', 'Throughput, lag, failures and dead letters of the load → chunk → embed → index pipeline.', panels);
 }

@@ -38,3 +38,5 @@ export type * from './postgres';
 // piscina stays unloaded until a process asks for a query worker pool (RAG_QUERY_WORKERS / RAG_GENERATOR_WORKERS > 0)
 export { createWorkerGrounding, withKeywordSearchWorkers } from './query-workers/create';
 export type * from './query-workers';
+export { withKeywordWriteWorker } from './keyword-writer/create';
+export type * from './keyword-writer';

@@ -123,6 +123,12 @@ export const metrics = {
     labelNames: ['thread'] as const,
     registers: [metricsRegistry],
   }),
+  keywordWrites: new Counter({
+    name: 'rag_keyword_writes_total',
+    help: 'Embedded keyword-index writes (upserts, deletes) by the thread that ran them: worker, main_retry (the writer thread failed; run again on the main thread)',
+    labelNames: ['thread', 'op'] as const,
+    registers: [metricsRegistry],
+  }),
   feedback: new Counter({
     name: 'rag_feedback_total',
     help: 'Feedback by rating',

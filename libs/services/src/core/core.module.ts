@@ -1,6 +1,6 @@
 import { Global, Injectable, Module, type DynamicModule, type OnApplicationBootstrap, type OnApplicationShutdown, type Provider } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
-import { ValidatingBus, createBus, createEmbedder, createKeywordIndex, createLlm, createRegistry, createReranker, createVectorStore, embeddingSpace, withKeywordSearchWorkers } from '@rag/adapters';
+import { ValidatingBus, createBus, createEmbedder, createKeywordIndex, createLlm, createRegistry, createReranker, createVectorStore, embeddingSpace, withKeywordSearchWorkers, withKeywordWriteWorker } from '@rag/adapters';
 import { type AppConfig, Logger } from '@rag/platform';
 import {
   BUS,
@@ -96,8 +96,9 @@ export class CoreModule {
         { provide: VECTOR_STORE, useFactory: (s: EmbeddingSpace) => createVectorStore(config, s), inject: [EMBEDDING_SPACE] },
       );
     }
-    // embedded keyword searches on RAG_QUERY_WORKERS worker threads (issue 13 item 3); other engines as they are
-    if (need('keywords')) providers.push({ provide: KEYWORD_INDEX, useFactory: async () => withKeywordSearchWorkers(await createKeywordIndex(config), config) });
+    // embedded keyword searches on RAG_QUERY_WORKERS worker threads (issue 13 item 3) and its writes on a writer thread
+    // (RAG_KEYWORD_WRITE_WORKER); other engines as they are
+    if (need('keywords')) providers.push({ provide: KEYWORD_INDEX, useFactory: async () => withKeywordSearchWorkers(await withKeywordWriteWorker(await createKeywordIndex(config), config), config) });
     if (need('reranker')) providers.push({ provide: RERANKER, useFactory: () => createReranker(config) });
     if (need('llm')) providers.push({ provide: LLM, useFactory: () => createLlm(config) });
     const exported = providers.map((p) => (p as { provide: string | symbol }).provide);

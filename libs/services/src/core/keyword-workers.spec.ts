@@ -17,10 +17,10 @@ afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-async function keywordIndexWith(workers: number, minMs = 0) {
+async function keywordIndexWith(workers: number, minMs = 0, writeWorker = false) {
   const dir = mkdtempSync(join(tmpdir(), 'rag-kw-wiring-'));
   dirs.push(dir);
-  const config = loadConfig({ RAG_DATA_DIR: dir, RAG_EMBEDDER: 'hashing', RAG_KEYWORD_INDEX: 'embedded', RAG_QUERY_WORKERS: String(workers), RAG_QUERY_WORKERS_MIN_MS: String(minMs) });
+  const config = loadConfig({ RAG_DATA_DIR: dir, RAG_EMBEDDER: 'hashing', RAG_KEYWORD_INDEX: 'embedded', RAG_QUERY_WORKERS: String(workers), RAG_QUERY_WORKERS_MIN_MS: String(minMs), RAG_KEYWORD_WRITE_WORKER: String(writeWorker) });
   const app = await Test.createTestingModule({ imports: [CoreModule.forRoot(config, ['keywords'])] }).compile();
   await app.init();
   return { app, index: app.get<KeywordIndex>(KEYWORD_INDEX) };
@@ -42,6 +42,29 @@ describe('CoreModule keyword index and RAG_QUERY_WORKERS', () => {
       expect((pooled.index as unknown as { stats(): { inWorker: number } }).stats().inWorker).toBe(1);
     } finally {
       await pooled.app.close();
+      await plain.app.close();
+    }
+  }, 60_000);
+
+  it('writes on a writer thread with RAG_KEYWORD_WRITE_WORKER (default true), under the search workers; same hits', async () => {
+    expect(loadConfig({ RAG_DATA_DIR: '/tmp/unused' }).RAG_KEYWORD_WRITE_WORKER).toBe(true);
+    const both = await keywordIndexWith(1, 0, true);
+    const writerOnly = await keywordIndexWith(0, 0, true);
+    const plain = await keywordIndexWith(0, 0, false);
+    try {
+      expect(both.index.constructor.name).toBe('OffloadedKeywordIndex');
+      expect(writerOnly.index.constructor.name).toBe('OffloadedKeywordWrites');
+      const chunks = [chunk('a', 'The wing root carries the bending load.'), chunk('b', 'Shock tubes measure test times.')];
+      for (const x of [both, writerOnly, plain]) await x.index.upsert(chunks);
+      const req = { query: 'wing load', k: 5, scope: { tenant: 't' } };
+      const expected = await plain.index.search(req);
+      expect(expected.map((h) => h.chunk_id)).toEqual(['a#v1#0']);
+      expect(await both.index.search(req)).toEqual(expected);
+      expect(await writerOnly.index.search(req)).toEqual(expected);
+      expect((writerOnly.index as unknown as { stats(): { worker: number } }).stats().worker).toBe(1);
+    } finally {
+      await both.app.close();
+      await writerOnly.app.close();
       await plain.app.close();
     }
   }, 60_000);

@@ -1,0 +1,1 @@
+export { OffloadedKeywordWrites, type OffloadedKeywordWritesOptions } from './offloaded-keyword-writes.adapter';

@@ -1,0 +1,67 @@
+/**
+ * The keyword-writer worker (a piscina task module, one thread): holds its own connection to the embedded BM25 index
+ * (`keyword.db` in workerData.dir) and runs its upserts and deletes there — tokenizing, posting blocks, the commit —
+ * off the event loop. Tasks run one at a time in the order they were sent. A write's own error (a bad chunk, a full
+ * disk) comes back as a value, so the caller can tell it from the thread failing (a rejected task).
+ */
+import { workerData } from 'node:worker_threads';
+import type { Chunk } from '@rag/contracts';
+import { EmbeddedBm25KeywordIndex } from '../embedded-bm25';
+
+export interface KeywordWriterData {
+  dir: string;
+  synchronous?: 'FULL' | 'NORMAL';
+  k1?: number;
+  b?: number;
+}
+
+export type KeywordWriteTask = { op: 'upsert'; chunks: Chunk[] } | { op: 'delete'; documentId: string; keepVersion?: number } | { op: 'close' };
+
+/** What a task returns: the deleted count of a delete (0 for an upsert), or the write's own error. */
+export type KeywordWriteResult = { ok: true; count: number } | { ok: false; error: string; invalid?: boolean };
+
+let index: EmbeddedBm25KeywordIndex | undefined;
+
+function problemOf(task: unknown): string | null {
+  if (typeof task !== 'object' || task === null) return 'a write task must be an object';
+  const t = task as Record<string, unknown>;
+  if (t['op'] === 'upsert') return Array.isArray(t['chunks']) ? null : 'upsert needs a chunks array';
+  if (t['op'] === 'delete') {
+    if (typeof t['documentId'] !== 'string') return 'delete needs a documentId string';
+    if (t['keepVersion'] !== undefined && !Number.isInteger(t['keepVersion'])) return 'keepVersion must be an integer';
+    return null;
+  }
+  if (t['op'] === 'close') return null;
+  return `unknown op ${JSON.stringify(t['op'])}`;
+}
+
+export default async function keywordWriteTask(task: unknown): Promise<KeywordWriteResult> {
+  // validated again here: this is the edge of the worker thread
+  const problem = problemOf(task);
+  if (problem) return { ok: false, error: `invalid keyword write task: ${problem}`, invalid: true };
+  if ((task as KeywordWriteTask).op === 'close') {
+    // the last task before the pool is destroyed: close the connection here rather than with the thread
+    await index?.close();
+    index = undefined;
+    return { ok: true, count: 0 };
+  }
+  try {
+    const data = workerData as KeywordWriterData;
+    // No term cache: this connection never searches.
+    index ??= new EmbeddedBm25KeywordIndex({
+      dir: data.dir,
+      termCacheBytes: 0,
+      ...(data.synchronous !== undefined ? { synchronous: data.synchronous } : {}),
+      ...(data.k1 !== undefined ? { k1: data.k1 } : {}),
+      ...(data.b !== undefined ? { b: data.b } : {}),
+    });
+    const t = task as Exclude<KeywordWriteTask, { op: 'close' }>;
+    if (t.op === 'upsert') {
+      await index.upsert(t.chunks);
+      return { ok: true, count: 0 };
+    }
+    return { ok: true, count: await index.deleteDocument(t.documentId, t.keepVersion) };
+  } catch (err) {
+    return { ok: false, error: err instanceof Error ? err.message : String(err) };
+  }
+}

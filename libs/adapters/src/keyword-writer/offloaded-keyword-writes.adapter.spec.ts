@@ -1,0 +1,146 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Chunk, SearchScope } from '@rag/contracts';
+import { testChunkOf } from '@rag/contracts';
+import { metrics, setLogLevel } from '@rag/platform';
+import type { KeywordSearchRequest } from '@rag/ports';
+import { EmbeddedBm25KeywordIndex } from '../embedded-bm25';
+import keywordWriteTask from './keyword-writer.worker';
+import { OffloadedKeywordWrites } from './offloaded-keyword-writes.adapter';
+
+setLogLevel('silent');
+
+const scope: SearchScope = { tenant: 't1' };
+const chunk = (doc: string, version: number, ordinal: number, text: string, extra: Partial<Chunk> = {}): Chunk =>
+  testChunkOf(doc, version, ordinal, { tenant: 't1', text, token_count: text.length, ...extra });
+const corpus: Chunk[] = [
+  chunk('wing', 1, 0, 'The wing root carries the bending load of the wing.'),
+  chunk('wing', 1, 1, 'Spars take the shear load; ribs keep the wing section.', { acl: ['group:eng'] }),
+  chunk('shock', 1, 0, 'Shock tubes measure test times behind the reflected shock.'),
+  chunk('heat', 1, 0, 'Aeroelastic models of heated aircraft must obey similarity laws.', { metadata: { team: 'thermal' } }),
+  chunk('zh', 1, 0, '北京是中国的首都，也是政治中心。'),
+  testChunkOf('other', 1, 0, { tenant: 't2', text: 'The wing of another tenant.' }),
+];
+const requests: KeywordSearchRequest[] = [
+  { query: 'wing load', k: 10, scope },
+  { query: 'wing load', k: 10, scope: { tenant: 't1', principals: ['group:ops'] } },
+  { query: 'shock tube test time', k: 2, scope },
+  { query: 'heated aircraft similarity', k: 5, scope, filters: { team: 'thermal' } },
+  { query: '首都', k: 3, scope },
+];
+
+/** rag_keyword_writes_total by thread and op, as /metrics would show it. */
+async function writeCounts(): Promise<Record<string, number>> {
+  const out: Record<string, number> = {};
+  for (const v of (await metrics.keywordWrites.get()).values) out[`${String(v.labels.thread)}/${String(v.labels.op)}`] = v.value;
+  return out;
+}
+
+const dirs: string[] = [];
+const opened: { close(): Promise<void> }[] = [];
+afterAll(async () => {
+  for (const x of opened) await x.close().catch(() => undefined);
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'rag-kw-writer-'));
+  dirs.push(dir);
+  return dir;
+}
+function setup(workerFile?: string) {
+  const dir = tempDir();
+  const inner = new EmbeddedBm25KeywordIndex({ dir });
+  const index = new OffloadedKeywordWrites(inner, { index: { dir }, ...(workerFile ? { workerFile } : {}) });
+  opened.push(index);
+  return { dir, inner, index };
+}
+const faulty = join(__dirname, 'testing/faulty-keyword-writer.worker.ts');
+
+describe('OffloadedKeywordWrites (embedded BM25 writes on a worker thread)', () => {
+  it('writes through the worker what a main-thread index writes: same searches, chunks and counts, read on this thread', async () => {
+    const { index } = setup();
+    const reference = new EmbeddedBm25KeywordIndex({ dir: tempDir() });
+    opened.push(reference);
+    await index.upsert(corpus);
+    await reference.upsert(corpus);
+    // read-your-writes: the upsert has committed on the worker's connection before it returned
+    for (const req of requests) expect(await index.search(req)).toEqual(await reference.search(req));
+    expect(await index.count()).toBe(await reference.count());
+    const ids = corpus.map((c) => c.chunk_id);
+    expect(await index.getChunks(ids)).toEqual(await reference.getChunks(ids));
+    expect(index.stats()).toEqual({ worker: 1, main_retry: 0 });
+  });
+
+  it('runs writes in the order they were sent: a new version, then the delete of the older ones', async () => {
+    const { index } = setup();
+    const before = await writeCounts();
+    const v1 = chunk('doc', 1, 0, 'Boundary layer transition on a flat plate.');
+    const v2 = chunk('doc', 2, 0, 'Laminar flow separation behind a step.');
+    // sent without waiting in between: the worker takes them one at a time, in this order
+    const writes = [index.upsert([v1]), index.upsert([v2]), index.deleteDocument('doc', 2)];
+    const [, , deleted] = await Promise.all(writes);
+    expect(deleted).toBe(1);
+    expect(await index.count('doc')).toBe(1);
+    expect((await index.search({ query: 'laminar separation', k: 5, scope })).map((h) => h.chunk_id)).toEqual([v2.chunk_id]);
+    expect(await index.search({ query: 'boundary layer transition', k: 5, scope })).toEqual([]);
+    expect(await index.deleteDocument('doc')).toBe(1);
+    expect(await index.count()).toBe(0);
+    const after = await writeCounts();
+    expect((after['worker/upsert'] ?? 0) - (before['worker/upsert'] ?? 0)).toBe(2);
+    expect((after['worker/delete'] ?? 0) - (before['worker/delete'] ?? 0)).toBe(2);
+  });
+
+  it('gives the caller the write’s own error and keeps writing afterwards', async () => {
+    const { index } = setup();
+    const bad = { ...chunk('bad', 1, 0, 'no tenant'), tenant: undefined } as unknown as Chunk;
+    const reference = new EmbeddedBm25KeywordIndex({ dir: tempDir() });
+    opened.push(reference);
+    const expected = await reference.upsert([bad]).then(
+      () => 'resolved',
+      (e: Error) => e.message,
+    );
+    const got = await index.upsert([bad]).then(
+      () => 'resolved',
+      (e: Error) => e.message,
+    );
+    expect(expected).not.toBe('resolved');
+    expect(got).toBe(expected);
+    await index.upsert(corpus);
+    expect(await index.count()).toBe(corpus.length);
+    expect(index.stats().main_retry).toBe(0);
+  });
+
+  it('rejects a malformed task at the worker’s edge without touching the index', async () => {
+    expect(await keywordWriteTask({ op: 'truncate' })).toEqual({ ok: false, error: 'invalid keyword write task: unknown op "truncate"', invalid: true });
+    expect(await keywordWriteTask({ op: 'upsert', chunks: 'x' })).toMatchObject({ ok: false, invalid: true });
+    expect(await keywordWriteTask({ op: 'delete', documentId: 'd', keepVersion: 1.5 })).toMatchObject({ ok: false, invalid: true });
+    expect(await keywordWriteTask(null)).toMatchObject({ ok: false, invalid: true });
+  });
+
+  it('writes on the main thread when the writer thread dies, and the next write goes to a new thread', async () => {
+    const { index } = setup(faulty);
+    const before = await writeCounts();
+    const crash = chunk('crash', 1, 0, 'CRASH the writer, then find this turbulence chunk.');
+    await index.upsert([crash]);
+    expect((await index.search({ query: 'turbulence', k: 5, scope })).map((h) => h.chunk_id)).toEqual([crash.chunk_id]);
+    expect(index.stats()).toEqual({ worker: 0, main_retry: 1 });
+    await index.upsert(corpus);
+    expect(index.stats()).toEqual({ worker: 1, main_retry: 1 });
+    expect(await index.count()).toBe(corpus.length + 1);
+    const after = await writeCounts();
+    expect((after['main_retry/upsert'] ?? 0) - (before['main_retry/upsert'] ?? 0)).toBe(1);
+  });
+
+  it('close() lets the writes in flight finish; later writes are refused', async () => {
+    const { dir, index } = setup();
+    const many = Array.from({ length: 300 }, (_, i) => chunk(`d${i % 30}`, 1, Math.floor(i / 30), `chunk ${i} about nozzle flow number ${i}`));
+    const inFlight = index.upsert(many);
+    await index.close();
+    await expect(inFlight).resolves.toBeUndefined();
+    await expect(index.upsert(corpus)).rejects.toThrow(/closed/);
+    const reopened = new EmbeddedBm25KeywordIndex({ dir });
+    opened.push(reopened);
+    expect(await reopened.count()).toBe(many.length);
+  });
+});
