@@ -2,3 +2,4 @@ export * from './config';
 export * from './logging';
 export * from './errors';
 export * from './telemetry';
+export * from './health';

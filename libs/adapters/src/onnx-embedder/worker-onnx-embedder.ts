@@ -1,6 +1,6 @@
 import { Piscina } from 'piscina';
 import type { EmbedInputType, Embedder } from '@rag/ports';
-import { AppError, type ErrorCode, Logger } from '@rag/platform';
+import { AppError, type ErrorCode, Logger, markUnrecoverable } from '@rag/platform';
 import { workerEntry } from '../worker-parser/worker-support';
 import type { OnnxEmbedderOptions } from './onnx-embedder.adapter';
 import { longestFirstRuns } from './transformers-runtime';
@@ -30,8 +30,8 @@ export function failure(r: OnnxTaskResult, what: string): AppError {
  * serves one thread per process, and only the first thread that loads it (see onnx-models.worker) — so a platform closed
  * and started again in the same process (tests, bench rounds) reuses this thread, and no other code of the process
  * may load ONNX Runtime on another thread (with RAG_ONNX_WORKER=false every model stays on the main thread instead).
- * If the worker dies (piscina replaces it), the new thread cannot load the binding: inference then fails with that
- * error until the process restarts.
+ * If the worker dies (piscina replaces it), the new thread cannot load the binding: every run then fails at once with
+ * `unavailable`, and the process is marked for a restart (`/healthz` 503, `rag_unrecoverable{part="onnx-worker"}`).
  */
 export class OnnxWorkerHost {
   private static instance: OnnxWorkerHost | undefined;
@@ -40,7 +40,11 @@ export class OnnxWorkerHost {
   private readonly passages: Pending[] = [];
   private readonly users = new Map<string, number>();
   private running = false;
+  /** Why the worker thread failed, once it has: every later run fails at once (see `run`). */
+  private failed: string | undefined;
+  private readonly log = new Logger('onnx-worker');
 
+  /** The host of this process, or (tests) a host of its own over another worker module. */
   private constructor(workerFile?: string) {
     const entry = workerEntry(__dirname, 'onnx-models.worker', 'ONNX models worker', workerFile);
     this.pool = new Piscina<OnnxTask, OnnxTaskResult>({
@@ -57,6 +61,16 @@ export class OnnxWorkerHost {
   /** The process's host (started on first use). */
   static shared(): OnnxWorkerHost {
     return (OnnxWorkerHost.instance ??= new OnnxWorkerHost());
+  }
+
+  /** Tests only: a host over another worker module (not the process's; it never loads a model unless that module does). */
+  static forTests(workerFile: string): OnnxWorkerHost {
+    return new OnnxWorkerHost(workerFile);
+  }
+
+  /** Why the worker thread failed, or undefined while it serves. */
+  get failure(): string | undefined {
+    return this.failed;
   }
 
   /**
@@ -110,11 +124,16 @@ export class OnnxWorkerHost {
    * else (passage runs, loads, unloads) in arrival order, so an unload never overtakes its model's waiting runs.
    */
   run(task: OnnxTask): Promise<OnnxTaskResult> {
+    if (this.failed) return Promise.reject(this.unavailable());
     const forQuery = (task.op === 'embed' && task.inputType === 'query') || task.op === 'logits';
     return new Promise((resolve, reject) => {
       (forQuery ? this.queries : this.passages).push({ task, resolve, reject });
       this.pump();
     });
+  }
+
+  private unavailable(): AppError {
+    return new AppError('unavailable', `the ONNX worker thread failed (${this.failed}); inference needs a process restart (/healthz answers 503 until then)`);
   }
 
   private pump(): void {
@@ -124,7 +143,18 @@ export class OnnxWorkerHost {
     this.running = true;
     this.pool
       .run(next.task)
-      .then(next.resolve, next.reject)
+      .then(next.resolve, (err: unknown) => {
+        // The worker returns every error of a task as a value, so a rejected task means the thread itself failed (it
+        // exited, or threw outside the task's handling). Piscina starts a new thread, but ONNX Runtime's binding cannot
+        // be loaded into it (not context-aware: "Module did not self-register"), and the models are gone with the old
+        // one: only a restart repairs this. Everything waiting fails now, /healthz turns 503 so the orchestrator
+        // restarts the process, and every later run fails at once with the reason.
+        this.failed ??= err instanceof Error ? err.message : String(err);
+        this.log.error('the ONNX worker thread failed; inference is unavailable until the process restarts', { error: this.failed });
+        markUnrecoverable('onnx-worker', this.failed);
+        next.reject(this.unavailable());
+        for (const waiting of [...this.queries.splice(0), ...this.passages.splice(0)]) waiting.reject(this.unavailable());
+      })
       .finally(() => {
         this.running = false;
         this.pump();

@@ -1,6 +1,6 @@
 import { Controller, Get, Inject, Module, Optional, Res } from '@nestjs/common';
 import type { Response } from 'express';
-import { metricsRegistry } from '@rag/platform';
+import { livenessResponse, metricsRegistry } from '@rag/platform';
 import { BUS, type Bus } from '@rag/ports';
 import { Public } from '../gateway/auth.guard';
 import { renderMetrics } from './metrics-endpoint';
@@ -15,9 +15,11 @@ export class ServiceHealthController {
     @Optional() @Inject(BUS) private readonly bus?: Bus,
   ) {}
 
+  /** Liveness: 200 while the process runs; 503 naming the parts only a restart repairs (platform health/liveness). */
   @Get('healthz')
-  healthz() {
-    return { status: 'ok' };
+  healthz(@Res() res: Response) {
+    const { code, body } = livenessResponse();
+    res.status(code).json(body);
   }
 
   /** 200 when every dependency of this service answers (readiness.ts), else 503 naming the ones that do not. */

@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig, setLogLevel } from '@rag/platform';
+import { loadConfig, markUnrecoverable, resetUnrecoverableForTests, setLogLevel } from '@rag/platform';
 import { startEmbeddedServer } from '../embedded';
 import { consoleDir } from './console';
 import { CounterWindow, readLatestEval, writeLatestEval, type OverviewCounters } from './overview';
@@ -76,6 +76,18 @@ describe('the web console at /', () => {
     const r = await s.call('GET', '/playground');
     expect(r.status).toBe(301);
     expect(r.headers.get('location')).toBe('/');
+    expect((await s.call('GET', '/healthz')).status).toBe(200);
+  });
+
+  it('/healthz answers 503 naming a part that only a restart repairs (the liveness probe then restarts the process)', async () => {
+    try {
+      markUnrecoverable('onnx-worker', 'worker exited with code: 3');
+      const r = await s.call('GET', '/healthz');
+      expect(r.status).toBe(503);
+      expect(JSON.parse(r.text)).toEqual({ status: 'restart_required', unrecoverable: [{ part: 'onnx-worker', reason: 'worker exited with code: 3' }] });
+    } finally {
+      resetUnrecoverableForTests();
+    }
     expect((await s.call('GET', '/healthz')).status).toBe(200);
   });
 });

@@ -1,7 +1,7 @@
 import { Controller, Get, Inject, Optional, Res } from '@nestjs/common';
 import type { Response } from 'express';
 import { StoreIntegrityService } from '@rag/application';
-import { metricsRegistry } from '@rag/platform';
+import { livenessResponse, metricsRegistry } from '@rag/platform';
 import { BUS, REGISTRY, type Bus, type Registry } from '@rag/ports';
 import { renderMetrics, withTimeout } from '../core/metrics-endpoint';
 import { Public } from './auth.guard';
@@ -16,9 +16,11 @@ export class HealthController {
     @Optional() @Inject(StoreIntegrityService) private readonly integrity?: StoreIntegrityService,
   ) {}
 
+  /** Liveness: 200 while the process runs; 503 naming the parts only a restart repairs (platform health/liveness). */
   @Get('healthz')
-  healthz() {
-    return { status: 'ok' };
+  healthz(@Res() res: Response) {
+    const { code, body } = livenessResponse();
+    res.status(code).json(body);
   }
 
   /**
