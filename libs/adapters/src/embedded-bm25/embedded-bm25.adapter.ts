@@ -123,6 +123,13 @@ export interface EmbeddedBm25KeywordIndexOptions {
    * evicts it, and another connection's commit clears the cache.
    */
   termCacheBytes?: number;
+  /**
+   * Chunks per write transaction of an upsert (whole documents; default WRITE_RUN_ITEMS, 32): between runs the upsert
+   * yields to the event loop, so that a large batch does not hold a thread that serves requests. A connection on a
+   * thread of its own (the keyword writer) sets it large: each (term, block) an upsert touches is then rewritten once
+   * per upsert instead of once per run.
+   */
+  writeRunItems?: number;
   logger?: Logger;
 }
 
@@ -285,6 +292,7 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
   private readonly k1: number;
   private readonly b: number;
   private readonly maxBoundSlots: number;
+  private readonly writeRunItems: number;
   private readonly log: Logger;
   private readonly db: Database.Database;
   private closed = false;
@@ -339,6 +347,8 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     if (!(this.k1 >= 0) || !(this.b >= 0 && this.b <= 1)) throw new Error(`EmbeddedBm25KeywordIndex: need k1 >= 0 and 0 <= b <= 1 (got ${this.k1}, ${this.b})`);
     const wantBits = opts.blockBits ?? DEFAULT_BLOCK_BITS;
     if (!Number.isInteger(wantBits) || wantBits < 0 || wantBits > 16) throw new Error(`EmbeddedBm25KeywordIndex: blockBits must be an integer in 0..16 (got ${wantBits})`);
+    this.writeRunItems = opts.writeRunItems ?? WRITE_RUN_ITEMS;
+    if (!(Number.isInteger(this.writeRunItems) && this.writeRunItems >= 1)) throw new Error(`EmbeddedBm25KeywordIndex: writeRunItems must be an integer >= 1 (got ${opts.writeRunItems})`);
     this.maxBoundSlots = opts.maxBoundSlots ?? MAX_BOUND_SLOTS;
     if (!(this.maxBoundSlots >= 0)) throw new Error(`EmbeddedBm25KeywordIndex: maxBoundSlots must be >= 0 (got ${opts.maxBoundSlots})`);
     const cacheBytes = opts.termCacheBytes ?? DEFAULT_TERM_CACHE_BYTES;
@@ -417,7 +427,7 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
   async upsert(chunks: Chunk[]): Promise<void> {
     this.assertOpen();
     if (chunks.length === 0) return;
-    const runs = documentRuns(chunks, WRITE_RUN_ITEMS);
+    const runs = documentRuns(chunks, this.writeRunItems);
     for (let i = 0; i < runs.length; i++) {
       if (i > 0) {
         await yieldToLoop();

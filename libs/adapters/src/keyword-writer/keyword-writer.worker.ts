@@ -20,6 +20,9 @@ export type KeywordWriteTask = { op: 'upsert'; chunks: Chunk[] } | { op: 'delete
 /** What a task returns: the deleted count of a delete (0 for an upsert), or the write's own error. */
 export type KeywordWriteResult = { ok: true; count: number } | { ok: false; error: string; invalid?: boolean };
 
+/** Chunks per write transaction on this thread: in effect a whole task (see EmbeddedBm25KeywordIndexOptions.writeRunItems). */
+const WRITER_RUN_ITEMS = 1_000_000;
+
 let index: EmbeddedBm25KeywordIndex | undefined;
 
 function problemOf(task: unknown): string | null {
@@ -47,10 +50,12 @@ export default async function keywordWriteTask(task: unknown): Promise<KeywordWr
   }
   try {
     const data = workerData as KeywordWriterData;
-    // No term cache: this connection never searches.
+    // No term cache: this connection never searches. One transaction per task: this thread serves nothing else, so
+    // an upsert need not yield between runs, and each (term, block) it touches is rewritten once.
     index ??= new EmbeddedBm25KeywordIndex({
       dir: data.dir,
       termCacheBytes: 0,
+      writeRunItems: WRITER_RUN_ITEMS,
       ...(data.synchronous !== undefined ? { synchronous: data.synchronous } : {}),
       ...(data.k1 !== undefined ? { k1: data.k1 } : {}),
       ...(data.b !== undefined ? { b: data.b } : {}),

@@ -111,6 +111,26 @@ describe('OffloadedKeywordWrites (embedded BM25 writes on a worker thread)', () 
     expect(index.stats().main_retry).toBe(0);
   });
 
+  it('sends upserts queued behind one another as one task; when it fails, each goes again alone and only the faulty one fails', async () => {
+    const { index } = setup();
+    await index.upsert([corpus[0]!]); // the thread is up
+    const sentBefore = index.tasksSent;
+    const docs = Array.from({ length: 12 }, (_, i) => [chunk(`m${i}`, 1, 0, `merged write ${i} about supersonic inlets`)]);
+    await Promise.all(docs.map((d) => index.upsert(d)));
+    // the first goes at once, the other eleven wait behind it and go together
+    expect(index.tasksSent - sentBefore).toBeLessThanOrEqual(3);
+    expect(await index.count()).toBe(13);
+
+    const bad = { ...chunk('bad', 1, 0, 'no tenant'), tenant: undefined } as unknown as Chunk;
+    const good = [chunk('g1', 1, 0, 'good write one about wind tunnels'), chunk('g2', 1, 0, 'good write two about wind tunnels')];
+    const blocker = index.upsert([chunk('blocker', 1, 0, 'sent first, so the next three queue behind it')]);
+    const outcomes = await Promise.allSettled([index.upsert([good[0]!]), index.upsert([bad]), index.upsert([good[1]!])]);
+    await blocker;
+    expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect((await index.search({ query: 'wind tunnels', k: 5, scope })).map((h) => h.chunk_id).sort()).toEqual(good.map((c) => c.chunk_id).sort());
+    expect(await index.count()).toBe(16);
+  });
+
   it('rejects a malformed task at the worker’s edge without touching the index', async () => {
     expect(await keywordWriteTask({ op: 'truncate' })).toEqual({ ok: false, error: 'invalid keyword write task: unknown op "truncate"', invalid: true });
     expect(await keywordWriteTask({ op: 'upsert', chunks: 'x' })).toMatchObject({ ok: false, invalid: true });

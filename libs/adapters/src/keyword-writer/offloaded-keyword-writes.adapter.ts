@@ -15,6 +15,33 @@ export interface OffloadedKeywordWritesOptions {
 /** The `thread` label of rag_keyword_writes_total. */
 type WriteThread = 'worker' | 'main_retry';
 
+type WriteTask = Exclude<KeywordWriteTask, { op: 'close' }>;
+
+/** A write waiting for the writer thread; `alone` after a merged task failed (it is then sent by itself). */
+interface QueuedWrite {
+  task: WriteTask;
+  onMain: () => Promise<number>;
+  resolve: (count: number) => void;
+  reject: (err: unknown) => void;
+  alone?: boolean;
+}
+
+/** Most chunks in one merged upsert (one transaction on the writer). */
+export const MAX_MERGED_CHUNKS = 2048;
+
+/** The chunks of merged upserts in order; a chunk id sent twice (the same content: ids carry the version) once, the last. */
+function mergedChunks(batch: QueuedWrite[]): Chunk[] {
+  const byId = new Map<string, Chunk>();
+  for (const w of batch) {
+    if (w.task.op !== 'upsert') continue;
+    for (const c of w.task.chunks) {
+      byId.delete(c.chunk_id); // keeps the order of the last occurrence
+      byId.set(c.chunk_id, c);
+    }
+  }
+  return [...byId.values()];
+}
+
 /**
  * The embedded keyword index with its writes on a worker thread of their own (RAG_KEYWORD_WRITE_WORKER, default on).
  * Embedded, every ingestion stage runs on the one event loop; profiled with the hashing embedder
@@ -25,7 +52,9 @@ type WriteThread = 'worker' | 'main_retry';
  *   WAL lets them read while the writer writes, and a write has committed before its promise resolves, so a search
  *   that starts after an upsert returned sees it (read-your-writes, as before); the search connections' term caches
  *   are checked against `PRAGMA data_version`, which another connection's commit changes;
- * - one thread, one task at a time, in the order they were sent: a delete sent after an upsert runs after it;
+ * - one thread, one task at a time, in the order the writes were made: a delete made after an upsert runs after it;
+ *   upserts queued behind one another go as one task (one transaction: each posting block they touch is rewritten
+ *   once), and if that task fails each goes again alone, so only the faulty write fails;
  * - a write's own error (a malformed chunk, a full disk) is thrown to the caller as before; if the thread itself
  *   fails (exits, cannot start), the write is run again on `inner` — upserts and deletes are idempotent, so a write
  *   the dead thread had committed is simply written again — counted as `main_retry` and logged;
@@ -36,7 +65,12 @@ export class OffloadedKeywordWrites implements KeywordIndex {
   private readonly log = new Logger('keyword-writer');
   private pool: Piscina<KeywordWriteTask, KeywordWriteResult> | undefined;
   private readonly pending = new Set<Promise<unknown>>();
+  /** Writes not yet sent, in the order they were made; one task is with the writer at a time (`sending`). */
+  private readonly queue: QueuedWrite[] = [];
+  private sending = false;
   private closed = false;
+  /** Tasks sent to the writer (merged upserts count once). */
+  private tasks = 0;
   private readonly counts: Record<WriteThread, number> = { worker: 0, main_retry: 0 };
 
   constructor(
@@ -49,6 +83,11 @@ export class OffloadedKeywordWrites implements KeywordIndex {
   /** Writes by the thread that ran them (also in rag_keyword_writes_total). */
   stats(): Record<WriteThread, number> {
     return { ...this.counts };
+  }
+
+  /** Tasks sent to the writer thread so far (upserts merged into one task count once). */
+  get tasksSent(): number {
+    return this.tasks;
   }
 
   /** Messages the worker posts (tests use them); starts the thread. */
@@ -85,31 +124,86 @@ export class OffloadedKeywordWrites implements KeywordIndex {
     return work;
   }
 
-  private async write(task: Exclude<KeywordWriteTask, { op: 'close' }>, onMain: () => Promise<number>): Promise<number> {
-    if (this.closed) throw new Error('keyword index is closed');
+  /** Queues a write; the sender takes the queue in order (see `takeBatch`). */
+  private enqueue(task: WriteTask, onMain: () => Promise<number>): Promise<number> {
+    if (this.closed) return Promise.reject(new Error('keyword index is closed'));
+    return this.track(
+      new Promise<number>((resolve, reject) => {
+        this.queue.push({ task, onMain, resolve, reject });
+        this.sendNext();
+      }),
+    );
+  }
+
+  private sendNext(): void {
+    if (this.sending || this.queue.length === 0) return;
+    this.sending = true;
+    void this.send(this.takeBatch()).finally(() => {
+      this.sending = false;
+      this.sendNext();
+    });
+  }
+
+  /**
+   * The next task: a delete alone (it orders the writes around it); an upsert together with the upserts queued right
+   * behind it, up to MAX_MERGED_CHUNKS chunks — one transaction on the writer rewrites each (term, block) they touch
+   * once, where one per upsert rewrote a frequent term's last block for each of them.
+   */
+  private takeBatch(): QueuedWrite[] {
+    const first = this.queue.shift()!;
+    if (first.task.op !== 'upsert' || first.alone) return [first];
+    const batch = [first];
+    let chunks = first.task.chunks.length;
+    for (let next = this.queue[0]; next && next.task.op === 'upsert' && !next.alone && chunks + next.task.chunks.length <= MAX_MERGED_CHUNKS; next = this.queue[0]) {
+      batch.push(this.queue.shift()!);
+      chunks += next.task.chunks.length;
+    }
+    return batch;
+  }
+
+  private async send(batch: QueuedWrite[]): Promise<void> {
+    const task: WriteTask = batch.length === 1 ? batch[0]!.task : { op: 'upsert', chunks: mergedChunks(batch) };
     let result: KeywordWriteResult;
     try {
+      this.tasks++;
       // plain data only across the thread boundary
       result = await this.poolOf().run(task);
     } catch (err) {
-      if (this.closed) throw new Error('keyword index was closed during a write', { cause: err });
-      this.record('main_retry', task.op);
-      this.log.warn('keyword writer thread failed; writing on the main thread', { op: task.op, error: String(err) });
-      return onMain();
+      if (this.closed) {
+        for (const w of batch) w.reject(new Error('keyword index was closed during a write', { cause: err }));
+        return;
+      }
+      this.log.warn('keyword writer thread failed; writing on the main thread', { op: task.op, writes: batch.length, error: String(err) });
+      for (const w of batch) {
+        this.record('main_retry', w.task.op);
+        await w.onMain().then(w.resolve, w.reject);
+      }
+      return;
     }
-    if (!result.ok) throw result.invalid ? new TypeError(result.error) : new Error(result.error);
-    this.record('worker', task.op);
-    return result.count;
+    if (!result.ok && batch.length > 1) {
+      // One transaction, so nothing of it was written: each write again on its own, in order and before what came
+      // after them, so that only the write at fault fails.
+      this.queue.unshift(...batch.map((w) => ({ ...w, alone: true })));
+      return;
+    }
+    if (!result.ok) {
+      batch[0]!.reject(result.invalid ? new TypeError(result.error) : new Error(result.error));
+      return;
+    }
+    for (const w of batch) {
+      this.record('worker', w.task.op);
+      w.resolve(result.count);
+    }
   }
 
   async upsert(chunks: Chunk[]): Promise<void> {
     if (chunks.length === 0) return;
-    await this.track(this.write({ op: 'upsert', chunks }, async () => (await this.inner.upsert(chunks), 0)));
+    await this.enqueue({ op: 'upsert', chunks }, async () => (await this.inner.upsert(chunks), 0));
   }
 
   deleteDocument(documentId: string, keepVersion?: number): Promise<number> {
-    const task: KeywordWriteTask = keepVersion === undefined ? { op: 'delete', documentId } : { op: 'delete', documentId, keepVersion };
-    return this.track(this.write(task, () => this.inner.deleteDocument(documentId, keepVersion)));
+    const task: WriteTask = keepVersion === undefined ? { op: 'delete', documentId } : { op: 'delete', documentId, keepVersion };
+    return this.enqueue(task, () => this.inner.deleteDocument(documentId, keepVersion));
   }
 
   search(req: KeywordSearchRequest): Promise<KeywordHit[]> {
