@@ -1,32 +1,16 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Chunk, SearchScope } from '@rag/contracts';
+import type { Chunk } from '@rag/contracts';
 import { metrics } from '@rag/platform';
-import type { KeywordSearchRequest } from '@rag/ports';
 import { EmbeddedBm25KeywordIndex } from '../embedded-bm25';
-import { testChunkOf } from '@rag/contracts';
+import { keywordChunk, keywordCorpus, keywordRequests, keywordScope } from '../embedded-bm25/keyword-cases.fixture';
 import { OffloadedKeywordIndex, type OffloadedKeywordIndexOptions } from './offloaded-keyword-index.adapter';
 
-const scope: SearchScope = { tenant: 't1' };
-const chunk = (doc: string, ordinal: number, text: string, extra: Partial<Chunk> = {}): Chunk =>
-  testChunkOf(doc, 1, ordinal, { tenant: 't1', text, token_count: text.length, ...extra });
-const corpus: Chunk[] = [
-  chunk('wing', 0, 'The wing root carries the bending load of the wing.'),
-  chunk('wing', 1, 'Spars take the shear load; ribs keep the wing section.', { acl: ['group:eng'] }),
-  chunk('shock', 0, 'Shock tubes measure test times behind the reflected shock.'),
-  chunk('heat', 0, 'Aeroelastic models of heated aircraft must obey similarity laws.', { metadata: { team: 'thermal' } }),
-  chunk('zh', 0, '北京是中国的首都，也是政治中心。'),
-  testChunkOf('other', 1, 0, { tenant: 't2', text: 'The wing of another tenant.' }),
-];
-const requests: KeywordSearchRequest[] = [
-  { query: 'wing load', k: 10, scope },
-  { query: 'wing load', k: 10, scope: { tenant: 't1', principals: ['group:ops'] } },
-  { query: 'shock tube test time', k: 2, scope },
-  { query: 'heated aircraft similarity', k: 5, scope, filters: { team: 'thermal' } },
-  { query: '首都', k: 3, scope },
-  { query: 'the of', k: 3, scope },
-];
+const scope = keywordScope;
+const chunk = (doc: string, ordinal: number, text: string, extra: Partial<Chunk> = {}): Chunk => keywordChunk(doc, ordinal, text, extra);
+const corpus = keywordCorpus;
+const requests = keywordRequests;
 
 /** rag_keyword_searches_total by thread, as /metrics would show it. */
 async function threadCounts(): Promise<Record<string, number>> {
