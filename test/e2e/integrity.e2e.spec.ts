@@ -69,10 +69,15 @@ async function startFails(dir: string, env: Record<string, string> = {}): Promis
   throw new Error('the server started');
 }
 
+/**
+ * Until n documents are indexed and the bus has nothing left to deliver: the registry says `indexed` before the status
+ * projector has read the indexer's events, and a seed stopped with some unread would replay them at the next start
+ * (reading the registry before the query a test makes meet its damage first).
+ */
 async function waitIndexed(server: Server, n: number): Promise<void> {
   for (;;) {
-    const r = await api<{ documents?: { indexed: number } }>(server, 'GET', '/readyz');
-    if ((r.body.documents?.indexed ?? 0) >= n) return;
+    const r = await api<{ documents?: { indexed: number }; backlog?: number }>(server, 'GET', '/readyz');
+    if ((r.body.documents?.indexed ?? 0) >= n && r.body.backlog === 0) return;
     await new Promise((res) => setTimeout(res, 100));
   }
 }
