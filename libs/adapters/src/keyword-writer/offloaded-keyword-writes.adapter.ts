@@ -90,11 +90,6 @@ export class OffloadedKeywordWrites implements KeywordIndex {
     return this.tasks;
   }
 
-  /** Messages the worker posts (tests use them); starts the thread. */
-  onWorkerMessage(listener: (message: unknown) => void): void {
-    this.poolOf().on('message', listener);
-  }
-
   private poolOf(): Piscina<KeywordWriteTask, KeywordWriteResult> {
     if (this.pool) return this.pool;
     const entry = workerEntry(__dirname, 'keyword-writer.worker', 'keyword writer worker', this.options.workerFile);
