@@ -56,40 +56,16 @@ async function measureEmbedded(corpus, opts, round) {
   }
 }
 
-function metricsUrls(origin, given) {
-  if (given.length) return given.map((u) => c.assertLoopbackUrl(u, '--metrics-url') + new URL(u).pathname);
-  const u = new URL(origin);
-  const port = Number(u.port || 80);
-  return Array.from({ length: 8 }, (_, i) => `${u.protocol}//${u.hostname}:${port + i}/metrics`);
-}
-
-async function scrape(urls, apiKey) {
-  const texts = [];
-  const answered = [];
-  for (const url of urls) {
-    try {
-      const r = await c.httpJson('GET', url, undefined, { timeoutMs: 5000, apiKey });
-      if (r.ok && r.text.includes('rag_')) {
-        texts.push(r.text);
-        answered.push(url);
-      }
-    } catch {
-      /* not a service */
-    }
-  }
-  return { texts, answered };
-}
-
 async function measureRemote(url, corpus, opts, round) {
   const client = p.httpClient(url, opts.apiKey);
   if (!(await client.healthy())) throw new Error(`${client.origin}/healthz does not answer: is the gateway running?`);
-  const urls = metricsUrls(client.origin, opts.metricsUrl);
+  const urls = p.metricsUrls(client.origin, opts.metricsUrl);
   const docs = p.cranfieldDocs(corpus, `bench-ingest-${Date.now().toString(36)}-r${round}:`);
-  const b = await scrape(urls, opts.apiKey);
+  const b = await p.scrape(urls, opts.apiKey);
   c.log(`${client.origin}: stage histogram from ${b.answered.length} /metrics endpoint(s): ${b.answered.join(' ') || 'none'}`);
   try {
     const r = await p.ingestAndWait(client, docs, { timeoutMs: opts.timeoutS * 1000, label: client.origin });
-    const a = await scrape(b.answered, opts.apiKey);
+    const a = await p.scrape(b.answered, opts.apiKey);
     return { target: client.origin, where: 'HTTP', ...r, stages: p.diffStages(p.stagesFromText(b.texts), p.stagesFromText(a.texts)), stage_source: b.answered.length ? b.answered.join(' ') : 'no /metrics answered' };
   } finally {
     if (!opts.keep) {

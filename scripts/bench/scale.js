@@ -148,25 +148,25 @@ async function startEmbedded(dataDir) {
 /** The query-path stages a /v1/retrieve runs, as the server's rag_stage_duration_seconds names them. */
 const RETRIEVE_STAGES = ['retrieve', 'retrieve-keyword', 'retrieve-dense', 'query-embed'];
 
-/** Sum and count of rag_stage_duration_seconds per stage (all label sets of a stage added), from GET /metrics. */
-async function stageTotals(url, apiKey) {
-  try {
-    const r = await c.httpJson('GET', `${url}/metrics`, undefined, { apiKey, timeoutMs: 10_000 });
-    if (!r.ok) return undefined;
-    const totals = { threads: {} };
-    for (const line of r.text.split('\n')) {
-      const t = /^rag_keyword_searches_total\{thread="([a-z_]+)"\} ([0-9.eE+-]+)$/.exec(line);
-      if (t) totals.threads[t[1]] = Number(t[2]);
-      const m = /^rag_stage_duration_seconds_(sum|count)\{([^}]*)\} ([0-9.eE+-]+)$/.exec(line);
-      const stage = m && /(?:^|,)stage="([^"]+)"/.exec(m[2])?.[1];
-      if (!stage || !RETRIEVE_STAGES.includes(stage)) continue;
-      totals[stage] ??= { sum: 0, count: 0 };
-      totals[stage][m[1]] += Number(m[3]);
-    }
-    return totals;
-  } catch {
-    return undefined; // a gateway without the stages (distributed: they run in other processes) or no /metrics
+/**
+ * Sum and count of rag_stage_duration_seconds per stage (all label sets of a stage added), from the /metrics of every
+ * URL in `urls` that answers (embedded: the server's; distributed: each service's — the stages run in the retriever
+ * and embedder processes, not in the gateway).
+ */
+async function stageTotals(urls, apiKey) {
+  const { texts } = await p.scrape(urls, apiKey);
+  if (texts.length === 0) return undefined;
+  const totals = { threads: {} };
+  for (const line of texts.join('\n').split('\n')) {
+    const t = /^rag_keyword_searches_total\{thread="([a-z_]+)"\} ([0-9.eE+-]+)$/.exec(line);
+    if (t) totals.threads[t[1]] = (totals.threads[t[1]] ?? 0) + Number(t[2]);
+    const m = /^rag_stage_duration_seconds_(sum|count)\{([^}]*)\} ([0-9.eE+-]+)$/.exec(line);
+    const stage = m && /(?:^|,)stage="([^"]+)"/.exec(m[2])?.[1];
+    if (!stage || !RETRIEVE_STAGES.includes(stage)) continue;
+    totals[stage] ??= { sum: 0, count: 0 };
+    totals[stage][m[1]] += Number(m[3]);
   }
+  return totals;
 }
 
 /**
@@ -341,6 +341,8 @@ async function run(argv) {
     }
     const client = { ...p.httpClient(target.url, opts.apiKey), apiKey: opts.apiKey };
     c.log(`target ${target.url} (pids ${target.pids.join(',') || 'unknown'}), steps ${steps.join(', ')} chunks`);
+    // Where the query-path stage histograms are: the server's /metrics, or (distributed) every service's.
+    const metricsAt = opts.url ? p.metricsUrls(target.url) : [`${target.url}/metrics`];
 
     let docsSoFar = 0;
     let chunksSoFar = 0;
@@ -396,9 +398,9 @@ async function run(argv) {
         const bodiesFile = bodies[path];
         if (opts.warmup > 0) await runCannon({ url: target.url, path, connections: opts.connections, duration: opts.warmup, bodiesFile, apiKey: opts.apiKey, timeout: 30 }, (opts.warmup + 60) * 1000);
         c.log(`step ${step}: ${path} at ${opts.connections} connections for ${opts.duration} s …`);
-        const before = path === '/v1/retrieve' ? await stageTotals(target.url, opts.apiKey) : undefined;
+        const before = path === '/v1/retrieve' ? await stageTotals(metricsAt, opts.apiKey) : undefined;
         load[path] = await runCannon({ url: target.url, path, connections: opts.connections, duration: opts.duration, bodiesFile, apiKey: opts.apiKey, timeout: 30 }, (opts.duration + 60) * 1000);
-        if (path === '/v1/retrieve') stages = stageMeans(before, await stageTotals(target.url, opts.apiKey));
+        if (path === '/v1/retrieve') stages = stageMeans(before, await stageTotals(metricsAt, opts.apiKey));
       }
       const row = {
         step_chunks: step,

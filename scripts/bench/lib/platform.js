@@ -257,6 +257,35 @@ function diffStages(before, after) {
   return out;
 }
 
+/**
+ * The /metrics URLs of a running platform: the given ones, or the gateway's port and the next seven (where
+ * scripts/distributed.js puts the eight services; an embedded server answers on the first alone).
+ */
+function metricsUrls(origin, given = []) {
+  if (given.length) return given.map((u) => c.assertLoopbackUrl(u, '--metrics-url') + new URL(u).pathname);
+  const u = new URL(origin);
+  const port = Number(u.port || 80);
+  return Array.from({ length: 8 }, (_, i) => `${u.protocol}//${u.hostname}:${port + i}/metrics`);
+}
+
+/** The Prometheus texts of those URLs that answer with the platform's metrics (`answered`: which did). */
+async function scrape(urls, apiKey) {
+  const texts = [];
+  const answered = [];
+  for (const url of urls) {
+    try {
+      const r = await c.httpJson('GET', url, undefined, { timeoutMs: 5000, apiKey });
+      if (r.ok && r.text.includes('rag_')) {
+        texts.push(r.text);
+        answered.push(url);
+      }
+    } catch {
+      /* not a service */
+    }
+  }
+  return { texts, answered };
+}
+
 /** A gauge value (e.g. rag_process_resident_memory_bytes) from Prometheus text. */
 function gaugeFromText(text, name) {
   if (!text) return undefined;
@@ -277,5 +306,7 @@ module.exports = {
   stagesFromText,
   diffStages,
   gaugeFromText,
+  metricsUrls,
+  scrape,
   resolve,
 };
