@@ -107,8 +107,6 @@ export class ElasticsearchEngineClient implements KeywordEngineClient {
         size: body.size,
         query: body.query as unknown as estypes.QueryDslQueryContainer,
         _source: body._source,
-        sort: body.sort as estypes.Sort,
-        track_scores: body.track_scores,
         track_total_hits: body.track_total_hits,
       },
       this.opts(timeoutMs),

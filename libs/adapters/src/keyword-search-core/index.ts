@@ -11,8 +11,8 @@ export {
 export type { IndexCreateBody, IndexLayoutOptions, IndexNames, MappingProperty, MetadataKind } from './mapping';
 export { bulkIndexOperations, engineId, toChunkDocument, MAX_ENGINE_ID_BYTES } from './documents';
 export type { BulkIndexAction, ChunkDocument } from './documents';
-export { buildSearchBody, countQuery, documentQuery, filterClauses, scopeClauses, MAX_RESULT_WINDOW } from './query';
-export type { BoolQuery, FieldValue, Query, QueryBody, RangeBounds, SearchBody, SearchBodyOptions, SearchBodyRequest, SortClause } from './query';
+export { buildSearchBody, countQuery, documentQuery, filterClauses, rankHits, scopeClauses, MAX_RESULT_WINDOW, TIE_MARGIN } from './query';
+export type { BoolQuery, FieldValue, Query, QueryBody, RangeBounds, SearchBody, SearchBodyOptions, SearchBodyRequest } from './query';
 export {
   parseAliasResponse,
   parseBulkResponse,

@@ -2,7 +2,7 @@ import type { Chunk, Filters, MetadataValue, SearchScope } from '@rag/contracts'
 import { matches, segmentForIndex, seededRandom as rng } from '@rag/domain';
 import { toChunkDocument } from './documents';
 import { metadataField } from './mapping';
-import { buildSearchBody, countQuery, documentQuery, documentsQuery, filterClauses, MAX_RESULT_WINDOW, type Query } from './query';
+import { buildSearchBody, countQuery, documentQuery, documentsQuery, filterClauses, MAX_RESULT_WINDOW, rankHits, TIE_MARGIN, type Query } from './query';
 import { evaluate } from './testing/query-evaluator';
 import { testChunk } from '@rag/contracts';
 
@@ -11,9 +11,8 @@ const chunk = (over: Partial<Chunk> = {}): Chunk => testChunk('d#v1#0', { title:
 describe('buildSearchBody', () => {
   const scope: SearchScope = { tenant: 'acme', principals: ['g:eng'] };
 
-  it('bool: should over text_seg (segmented query), filters for tenant, ACL, kind and metadata, size k', () => {
+  it('bool: should over text_seg (segmented query), filters for tenant, ACL, kind and metadata, size k + TIE_MARGIN', () => {
     const body = buildSearchBody({ query: 'Running wings of the aircraft', k: 7, scope, filters: { team: 'x' } })!;
-    expect(body.size).toBe(7);
     expect(body.query).toEqual({
       bool: {
         should: [{ match: { text_seg: { query: segmentForIndex('Running wings of the aircraft'), operator: 'or' } } }],
@@ -27,8 +26,10 @@ describe('buildSearchBody', () => {
       },
     });
     expect(body._source).toEqual(['chunk_id', 'document_id', 'version']);
-    expect(body.sort).toEqual(['_score', { chunk_id: { order: 'asc' } }]);
-    expect(body.track_scores).toBe(true);
+    // by score alone (a field sort would make the engine score every match), TIE_MARGIN more for the tie-break here
+    expect(body).not.toHaveProperty('sort');
+    expect(body.size).toBe(7 + TIE_MARGIN);
+    expect(body.track_total_hits).toBe(false);
   });
 
   it('segments Chinese exactly like the embedded tokenizer', () => {
@@ -63,7 +64,7 @@ describe('buildSearchBody', () => {
 
   it('clamps k to the result window', () => {
     expect(buildSearchBody({ query: 'wing', k: 1e9, scope: { tenant: 't' } })!.size).toBe(MAX_RESULT_WINDOW);
-    expect(buildSearchBody({ query: 'wing', k: 3.7, scope: { tenant: 't' } })!.size).toBe(3);
+    expect(buildSearchBody({ query: 'wing', k: 3.7, scope: { tenant: 't' } })!.size).toBe(3 + TIE_MARGIN);
   });
 
   it('filter shapes: in (mixed), range, document_id', () => {
@@ -83,6 +84,17 @@ describe('buildSearchBody', () => {
   it('metadata keys with dots or odd characters become one encoded field segment', () => {
     const f = filterClauses({ tenant: 't' }, { 'a.b': 1 })!;
     expect(JSON.stringify(f[1])).toContain('md_n.a~002eb');
+  });
+});
+
+describe('rankHits', () => {
+  it('orders by score, then chunk id, and keeps the first k (the engine returns ties in index order)', () => {
+    const hit = (chunk_id: string, score: number) => ({ chunk_id, document_id: chunk_id, version: 1, score });
+    const engine = [hit('c', 2), hit('z', 3), hit('b', 2), hit('a', 2), hit('y', 1)];
+    expect(rankHits(engine, 3).map((h) => h.chunk_id)).toEqual(['z', 'a', 'b']);
+    expect(rankHits(engine, 10).map((h) => h.chunk_id)).toEqual(['z', 'a', 'b', 'c', 'y']);
+    expect(rankHits(engine, 0)).toEqual([]);
+    expect(engine[0]!.chunk_id).toBe('c'); // the input is not reordered
   });
 });
 

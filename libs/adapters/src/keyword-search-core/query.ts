@@ -44,14 +44,10 @@ export type Query =
   | { match_all: Record<string, never> }
   | { match_none: Record<string, never> };
 
-export type SortClause = '_score' | Record<string, { order: 'asc' | 'desc' }>;
-
 export interface SearchBody {
   size: number;
   query: Query;
   _source: string[];
-  sort: SortClause[];
-  track_scores: true;
   track_total_hits: false;
 }
 
@@ -147,10 +143,21 @@ export interface SearchBodyOptions {
 }
 
 /**
+ * Hits asked for beyond k, so that the tie-break by chunk id (rankHits, after the engine has ranked by score alone)
+ * sees every chunk tied with the k-th score unless more than this many are. The engine sorts by score only: a sort of
+ * `[_score, chunk_id]` made Lucene score every matching document (a field sort needs complete scores), where a
+ * score-only sort without total hit counts lets it skip the blocks that cannot compete (block-max WAND); measured in
+ * scripts/bench/README.md (*scale*, distributed: 0.80× the engine's time at 1.3M documents). Deviation from the
+ * embedded index, said here: when more than this many chunks tie exactly with the k-th score (repeated passages), the
+ * engine's index order picks among them instead of the lowest chunk ids — equal scores, another pick among equals.
+ */
+export const TIE_MARGIN = 20;
+
+/**
  * The search body: `bool` with `should` over `text_seg` (the query segmented with `segmentForIndex`) and optionally
  * `text`, at least one of them matching; `filter` clauses for tenant, ACL, `kind: child` and every metadata filter;
- * `size: k`. Ties are broken by chunk id, like the embedded index. `null` when nothing can match (the query has no
- * searchable token, k < 1, or the filters are unsatisfiable).
+ * `size: k + TIE_MARGIN`, by score alone (the caller breaks ties by chunk id with rankHits, like the embedded index).
+ * `null` when nothing can match (the query has no searchable token, k < 1, or the filters are unsatisfiable).
  */
 export function buildSearchBody(req: SearchBodyRequest, opts: SearchBodyOptions = {}): SearchBody | null {
   const size = Math.min(Math.floor(req.k), MAX_RESULT_WINDOW);
@@ -164,13 +171,19 @@ export function buildSearchBody(req: SearchBodyRequest, opts: SearchBodyOptions 
   const textBoost = opts.textBoost ?? 0;
   if (textBoost > 0) should.push({ match: { text: { query: req.query, operator: 'or', boost: textBoost } } });
   return {
-    size,
+    size: Math.min(size + TIE_MARGIN, MAX_RESULT_WINDOW),
     query: { bool: { should, minimum_should_match: 1, filter } },
     _source: ['chunk_id', 'document_id', 'version'],
-    sort: ['_score', { chunk_id: { order: 'asc' } }],
-    track_scores: true,
     track_total_hits: false,
   };
+}
+
+/**
+ * The first k of an engine's hits in the platform's order: score descending, then chunk id ascending (the embedded
+ * index's order). Exact whenever the engine returned every chunk tied with the k-th score (see TIE_MARGIN).
+ */
+export function rankHits<H extends { chunk_id: string; score: number }>(hits: readonly H[], k: number): H[] {
+  return [...hits].sort((a, b) => b.score - a.score || (a.chunk_id < b.chunk_id ? -1 : a.chunk_id > b.chunk_id ? 1 : 0)).slice(0, Math.max(0, Math.floor(k)));
 }
 
 /** Selects a document's chunks, except those of `keepVersion` when given (delete-by-query). */

@@ -1,6 +1,7 @@
 import type { Chunk } from '@rag/contracts';
 import { setLogLevel } from '@rag/platform';
 import type { BulkIndexAction, ChunkDocument } from './documents';
+import { TIE_MARGIN } from './query';
 import { SearchEngineKeywordIndex } from './search-engine-keyword-index';
 import { MemoryEngine } from './testing/memory-engine';
 import { testChunkOf } from '@rag/contracts';
@@ -86,6 +87,17 @@ describe('SearchEngineKeywordIndex (shared core over an in-memory engine)', () =
     expect(filtered[0]).toMatchObject({ document_id: 'b', version: 1 });
     expect(await index.search({ query: 'the and of', k: 10, scope: { tenant: 't' } })).toEqual([]);
     expect(engine.calls.filter((c) => c.op === 'search').every((c) => c.args[0] === 'kw-read')).toBe(true);
+  });
+
+  it('search: the engine ranks by score alone; ties at the k-th hit go to the lower chunk id, as in the embedded index', async () => {
+    // Indexed in reverse id order: the engine (like Lucene with a score-only sort) returns equal scores in index order.
+    await index.upsert(['e', 'd', 'c', 'b', 'a'].map((doc) => chunk(doc, 1, 0, { text: 'wing' })));
+    await index.upsert([chunk('z', 1, 0, { text: 'wing wing' })]);
+    const hits = await index.search({ query: 'wing', k: 3, scope: { tenant: 't' } });
+    expect(hits.map((h) => h.chunk_id)).toEqual(['z#v1#0', 'a#v1#0', 'b#v1#0']);
+    const body = engine.calls.filter((c) => c.op === 'search').at(-1)!.args[1] as { size: number; sort?: unknown };
+    expect(body.size).toBe(3 + TIE_MARGIN);
+    expect(body.sort).toBeUndefined();
   });
 
   it('getChunks: asked order, duplicates once, unknown skipped, long ids through their hash', async () => {

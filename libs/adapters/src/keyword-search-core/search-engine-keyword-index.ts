@@ -5,7 +5,7 @@ import { ensureAliasedIndex, reindexAndSwapAliases, type ReindexOptions, type Re
 import { bulkIndexOperations, engineId } from './documents';
 import type { KeywordEngineClient } from './engine-client';
 import { buildIndexBody, indexNames, type IndexCreateBody, type IndexLayoutOptions, type IndexNames } from './mapping';
-import { buildSearchBody, countQuery, documentQuery, documentsQuery } from './query';
+import { buildSearchBody, countQuery, documentQuery, documentsQuery, rankHits } from './query';
 import { parseBulkResponse, parseCountResponse, parseDeleteByQueryResponse, parseMgetResponse, parseSearchResponse } from './responses';
 
 /**
@@ -141,7 +141,7 @@ export class SearchEngineKeywordIndex implements KeywordIndex {
     if (res.failedShards > 0 || res.timedOut) {
       this.log.warn('partial keyword search results', { index: this.names.readAlias, failedShards: res.failedShards, timedOut: res.timedOut });
     }
-    return res.hits;
+    return rankHits(res.hits, req.k);
   }
 
   async getChunks(chunkIds: string[]): Promise<Chunk[]> {

@@ -123,7 +123,8 @@ export class MemoryEngine implements KeywordEngineClient {
           hits.push({ _index: i, _id: id, _score: score, _source: { chunk_id: doc.chunk_id, document_id: doc.document_id, version: doc.version } });
         }
       }
-      hits.sort((a, b) => b._score - a._score || String(a._source['chunk_id']).localeCompare(String(b._source['chunk_id'])));
+      // Score only, ties in index order (what Lucene does for a score-only sort: the lower doc id first), not by chunk id.
+      hits.sort((a, b) => b._score - a._score);
       return { took: 1, timed_out: false, _shards: { total: 1, successful: 1, skipped: 0, failed: 0 }, hits: { max_score: hits[0]?._score ?? null, hits: hits.slice(0, body.size) } };
     });
   }
