@@ -149,24 +149,16 @@ async function startEmbedded(dataDir) {
 const RETRIEVE_STAGES = ['retrieve', 'retrieve-keyword', 'retrieve-dense', 'query-embed'];
 
 /**
- * Sum and count of rag_stage_duration_seconds per stage (all label sets of a stage added), from the /metrics of every
- * URL in `urls` that answers (embedded: the server's; distributed: each service's — the stages run in the retriever
- * and embedder processes, not in the gateway).
+ * Sum and count of rag_stage_duration_seconds per stage (p.stagesFromText: all label sets and processes added), and
+ * rag_keyword_searches_total per thread, from the /metrics of every URL in `urls` that answers (embedded: the
+ * server's; distributed: each service's — the stages run in the retriever and embedder processes, not the gateway).
  */
 async function stageTotals(urls, apiKey) {
   const { texts } = await p.scrape(urls, apiKey);
   if (texts.length === 0) return undefined;
-  const totals = { threads: {} };
-  for (const line of texts.join('\n').split('\n')) {
-    const t = /^rag_keyword_searches_total\{thread="([a-z_]+)"\} ([0-9.eE+-]+)$/.exec(line);
-    if (t) totals.threads[t[1]] = (totals.threads[t[1]] ?? 0) + Number(t[2]);
-    const m = /^rag_stage_duration_seconds_(sum|count)\{([^}]*)\} ([0-9.eE+-]+)$/.exec(line);
-    const stage = m && /(?:^|,)stage="([^"]+)"/.exec(m[2])?.[1];
-    if (!stage || !RETRIEVE_STAGES.includes(stage)) continue;
-    totals[stage] ??= { sum: 0, count: 0 };
-    totals[stage][m[1]] += Number(m[3]);
-  }
-  return totals;
+  const threads = {};
+  for (const m of texts.join('\n').matchAll(/^rag_keyword_searches_total\{thread="([a-z_]+)"\} ([0-9.eE+-]+)$/gm)) threads[m[1]] = (threads[m[1]] ?? 0) + Number(m[2]);
+  return { stages: p.stagesFromText(texts), threads };
 }
 
 /**
@@ -177,8 +169,8 @@ function stageMeans(before, after) {
   if (!before || !after) return undefined;
   const out = {};
   for (const stage of RETRIEVE_STAGES) {
-    const a = after[stage];
-    const b = before[stage] ?? { sum: 0, count: 0 };
+    const a = after.stages[stage];
+    const b = before.stages[stage] ?? { sum: 0, count: 0 };
     if (a && a.count > b.count) out[stage] = (1000 * (a.sum - b.sum)) / (a.count - b.count);
   }
   const grown = Object.entries(after.threads).map(([k, v]) => [k, v - (before.threads[k] ?? 0)]).filter(([, v]) => v > 0);
