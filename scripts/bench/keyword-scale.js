@@ -18,7 +18,7 @@ const spec = {
   'max-seconds': { type: 'int', default: 480, help: 'hard limit for the whole run' },
   'term-cache-mb': {
     type: 'int',
-    default: 256,
+    default: 512,
     help: 'per step, also time the searches through a second connection with this term cache (RAG_KEYWORD_TERM_CACHE_MB): cold, questions not asked before after 40 others, all asked again; 0: skip (the main columns always run uncached)',
   },
 };

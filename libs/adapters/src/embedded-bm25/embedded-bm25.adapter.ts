@@ -118,9 +118,13 @@ export interface EmbeddedBm25KeywordIndexOptions {
    */
   maxBoundSlots?: number;
   /**
-   * Bytes of decoded posting data kept between searches (default 256 MiB; 0: off): the query terms' block directories
+   * Bytes of decoded posting data kept between searches (default 512 MiB; 0: off): the query terms' block directories
    * and the frequent terms' large blocks, least recently used dropped first (TermCache). Exact: a write to a term
-   * evicts it, and another connection's commit clears the cache.
+   * evicts it, and another connection's commit clears the cache. A budget, not a reservation: it fills only with the
+   * terms searched. Sizing: a frequent term's blocks take ≈ 4 MB per million chunks; the load bench's 113 Cranfield
+   * questions need ≈ 360 MB at ≈ 1M chunks, and a budget below a rotation's working set thrashes (least recently used
+   * is the worst policy for a cycle): 256 MiB gave P50 ≈ 30 ms where a budget that holds it gives ≈ 18 ms
+   * (scripts/bench/README.md, keyword-scale).
    */
   termCacheBytes?: number;
   /**
@@ -191,7 +195,7 @@ const DIRS_TABLE = 'CREATE TABLE IF NOT EXISTS dirs (term_id INTEGER NOT NULL, s
 const DEFAULT_BLOCK_BITS = 10;
 const DEFAULT_MMAP_BYTES = 2 ** 31;
 /** Default of termCacheBytes. */
-const DEFAULT_TERM_CACHE_BYTES = 256 * 2 ** 20;
+const DEFAULT_TERM_CACHE_BYTES = 512 * 2 ** 20;
 /** What a cached directory entry costs besides its words (a 4-element array and a typed-array view), for the budget. */
 const DIR_ENTRY_OVERHEAD = 160;
 /** Slack on upper bounds so float rounding in the sums can never prune a chunk that belongs in the top k. */
@@ -287,6 +291,47 @@ function dirEntry(block: number, maxTf: number, sub: Buffer | null, words: Uint3
   return sub ? [block, maxTf, false, decodeWords(sub)] : [block, maxTf, true, words];
 }
 
+/**
+ * A term's large blocks as the search's visiting loop reads them (what a range scan of the term returns, and what the
+ * term cache keeps): the blocks by number, and per (block, sub-block) the word offset of its first posting, so that a
+ * visited sub-block's postings are one range instead of a binary search in its block (whose probes were ≈ a quarter of
+ * the loop's time at 1M chunks, each a cache miss in a block of up to 8 KB). A block's offsets are computed on its first
+ * visit (one pass over the block) and kept with the cached term: the only mutation of a cached structure, idempotent,
+ * on the one connection (one thread) that owns the cache.
+ */
+interface PackedBlocks {
+  blocks: Array<Uint32Array | undefined>;
+  /** starts[b·(subCount + 1) + q]: the offset in blocks[b] of sub-block q's first posting word; [… + subCount]: the block's length, or UNSET. */
+  starts: Uint32Array;
+  bytes: number;
+}
+
+const UNSET = 0xffffffff;
+
+function packBlocks(scanned: Array<[number, Uint32Array]>, subCount: number): PackedBlocks {
+  let nb = 0;
+  for (const [block] of scanned) if (block + 1 > nb) nb = block + 1;
+  const blocks = new Array<Uint32Array | undefined>(nb).fill(undefined);
+  const starts = new Uint32Array(nb * (subCount + 1));
+  let bytes = starts.byteLength + nb * 8;
+  for (const [block, words] of scanned) {
+    blocks[block] = words;
+    starts[block * (subCount + 1) + subCount] = UNSET;
+    bytes += words.byteLength;
+  }
+  return { blocks, starts, bytes };
+}
+
+/** Fills block `words`' sub-block offsets at starts[at, at + subCount] (offset-sorted postings; `mask` the offset bits). */
+function fillStarts(words: Uint32Array, starts: Uint32Array, at: number, mask: number, subShift: number, subCount: number): void {
+  let q = 0;
+  for (let j = 0; j < words.length; j += 2) {
+    const sub = (words[j]! & mask) >>> subShift;
+    while (q <= sub) starts[at + q++] = j;
+  }
+  while (q <= subCount) starts[at + q++] = words.length;
+}
+
 export class EmbeddedBm25KeywordIndex implements KeywordIndex {
   readonly file: string;
   private readonly k1: number;
@@ -298,7 +343,7 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
   private closed = false;
   private readonly searchCache = new Map<string, Database.Statement>();
   /** Decoded directories and large blocks of recent query terms (see TermCache), valid for `cacheVersion`. */
-  private readonly termCache: TermCache<DirEntry[], Map<number, Uint32Array>>;
+  private readonly termCache: TermCache<DirEntry[], PackedBlocks>;
   /** `PRAGMA data_version` when the term cache was last known valid (another connection's commit changes it). */
   private cacheVersion = -1;
   /** log2 of the chunk ids per block, and derived masks. */
@@ -409,7 +454,7 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
         termDf: this.db.prepare('SELECT term, id, df FROM terms WHERE term IN (SELECT value FROM json_each(?))'),
         // A term's directory: its `dirs` rows (8 blocks' bounds each, or the postings of small blocks; see readDirSegment).
         directory: this.db.prepare<[number], Buffer>('SELECT data FROM dirs WHERE term_id = ?').pluck(true),
-        termBlocks: this.db.prepare<[number], [number, Buffer]>('SELECT block, data FROM blocks WHERE term_id = ?').raw(true),
+        termBlocks: this.db.prepare<[number], [number, Buffer]>('SELECT block, data FROM blocks WHERE term_id = ? ORDER BY block').raw(true),
         dataVersion: this.db.prepare<[], number>('PRAGMA data_version').pluck(true),
         docRows: this.db.prepare(`SELECT ${cols} FROM chunks WHERE document_id = ?`),
         docRowsExcept: this.db.prepare(`SELECT ${cols} FROM chunks WHERE document_id = ? AND version <> ?`),
@@ -618,12 +663,18 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     const nt = terms.length;
     // 1. Directories: every term's `dirs` rows (bounds per sub-block, or a small block's postings themselves), from
     //    the term cache when a recent search read them.
-    const cachedBlocks: Array<Map<number, Uint32Array> | undefined> = [];
+    /** Per term its large blocks packed (PackedBlocks), once a range scan read them or the term cache held them. */
+    const packed: Array<PackedBlocks | undefined> = new Array<PackedBlocks | undefined>(nt).fill(undefined);
+    /** Point lookups of blocks so far per term (−∞ once every block of the term is in `packed` or `words`). */
+    const lookups = new Float64Array(nt);
     const dirs = terms.map((t, i) => {
       stats.postingsTotal += t.df;
       const hit = this.termCache.get(t.id);
       if (hit) {
-        cachedBlocks[i] = hit.blocks;
+        if (hit.blocks) {
+          packed[i] = hit.blocks;
+          lookups[i] = -Infinity;
+        }
         return hit.dir;
       }
       const entries: DirEntry[] = [];
@@ -639,7 +690,8 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     for (const dir of dirs) if (dir.length && dir[dir.length - 1]![0] + 1 > nBlocks) nBlocks = dir[dir.length - 1]![0] + 1;
     const nSub = nBlocks * subCount;
     /**
-     * termUb[i·nSub + key]: term i's bound in sub-block `key` (block·subCount + sub), 0 when absent. Dense, so its size is
+     * termUb[key·nt + i]: term i's bound in sub-block `key` (block·subCount + sub), 0 when absent — key-major, so that
+     * a visited sub-block's bounds are one cache line instead of one line per term. Dense, so its size is
      * terms × sub-blocks: ≈ 5 MB for a 10-term question at 1M chunks (transient, per search). A query whose slots would
      * exceed maxBoundSlots (2^24 by default, 128 MB: ~1,000 distinct terms at 1M chunks) is evaluated exhaustively
      * instead — same results, memory bounded by the postings; a sparse per-term list would avoid that, not built.
@@ -653,9 +705,8 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     const words = new Array<Uint32Array | undefined>(nt * nBlocks).fill(undefined);
     for (let i = 0; i < nt; i++) {
       const w = terms[i]!.w;
-      const base = i * nSub;
       for (const [block, maxTf, isData, payload] of dirs[i]!) {
-        const at = base + block * subCount;
+        const at = block * subCount;
         if (isData) {
           // A small block: its postings came with the directory; exact per-posting bounds, and no fetch later.
           const ws = payload;
@@ -663,8 +714,8 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
           for (let j = 0; j < ws.length; j += 2) {
             const tf = ws[j]! >>> bits;
             const ub = (w * tf) / (tf + K0 + K1 * ws[j + 1]!);
-            const key = at + ((ws[j]! & mask) >>> S);
-            if (ub > termUb[key]!) termUb[key] = ub;
+            const slot = (at + ((ws[j]! & mask) >>> S)) * nt + i;
+            if (ub > termUb[slot]!) termUb[slot] = ub;
           }
         } else {
           const sub = new Uint16Array(payload.buffer, payload.byteOffset, payload.length * 2);
@@ -672,7 +723,7 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
             let tf = sub[2 * q]!;
             if (tf === 0) continue;
             if (tf === HALF_MAX) tf = maxTf; // saturated: the block's own maximum bounds it
-            termUb[at + q] = (w * tf) / (tf + K0 + K1 * sub[2 * q + 1]!);
+            termUb[(at + q) * nt + i] = (w * tf) / (tf + K0 + K1 * sub[2 * q + 1]!);
           }
         }
       }
@@ -682,15 +733,16 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     const subsOfTerm = new Uint32Array(nt);
     let present = 0;
     let maxBound = 0;
-    for (let i = 0; i < nt; i++) {
-      const base = i * nSub;
-      for (let key = 0; key < nSub; key++) {
-        const u = termUb[base + key]!;
+    for (let key = 0, slot = 0; key < nSub; key++) {
+      let sum = 0;
+      for (let i = 0; i < nt; i++, slot++) {
+        const u = termUb[slot]!;
         if (u > 0) {
           subsOfTerm[i]!++;
-          bound[key] = bound[key]! + u;
+          sum += u; // in term order, as before: the same float sum
         }
       }
+      bound[key] = sum;
     }
     for (let key = 0; key < nSub; key++) {
       if (bound[key]! > 0) present++;
@@ -715,8 +767,6 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     for (let key = 0; key < nSub; key++) if (bound[key]! > 0) keys[fill[NB - 1 - bucketOf(bound[key]!)]!++] = key;
 
     const visitedOfTerm = new Uint32Array(nt);
-    /** Point lookups of blocks so far per term (−∞ once the whole term was read). */
-    const lookups = new Float64Array(nt);
 
     const filter = this.filterFor(req);
     const best: Hit[] = [];
@@ -781,9 +831,10 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
         //    its terms, so its score is exact.
         const th = theta();
         inSub.length = 0;
-        for (let i = 0; i < nt; i++) if (termUb[i * nSub + key]! > 0) inSub.push(i);
+        const slots = key * nt;
+        for (let i = 0; i < nt; i++) if (termUb[slots + i]! > 0) inSub.push(i);
         suffix[inSub.length] = 0;
-        for (let p = inSub.length - 1; p >= 0; p--) suffix[p] = suffix[p + 1]! + termUb[inSub[p]! * nSub + key]!;
+        for (let p = inSub.length - 1; p >= 0; p--) suffix[p] = suffix[p + 1]! + termUb[slots + inSub[p]!]!;
         touched.length = 0;
         for (let p = 0; p < inSub.length; p++) {
           const rest = suffix[p]!;
@@ -792,45 +843,49 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
           const i = inSub[p]!;
           const t = terms[i]!;
           visitedOfTerm[i]!++;
-          let ws = words[i * nBlocks + block];
-          if (!ws) {
-            // Point lookups for a term's first few blocks; past that, its remaining blocks in one range scan (a point
-            // lookup costs ≈ 13 µs, a row of the scan ≈ 2.2 µs at 1M chunks; at 1M the frequent terms' scans are ≈ 30 %
-            // of a search, and 87 % of the blocks they read are needed by a visited sub-block). A scanned term's blocks
-            // are kept in the term cache, and a later search takes them all from there.
-            const hot = cachedBlocks[i];
-            if (hot) {
-              for (const [b, data] of hot) words[i * nBlocks + b] ??= data;
-              cachedBlocks[i] = undefined;
-              lookups[i] = -Infinity;
-              ws = words[i * nBlocks + block];
-            } else if (++lookups[i]! <= POINT_LOOKUPS) {
-              const data = this.stmt.getBlock.get(t.id, block);
-              if (data) words[i * nBlocks + block] = ws = decodeWords(data);
-            } else {
-              const scanned = new Map<number, Uint32Array>();
-              let bytes = 0;
-              for (const [b, data] of this.stmt.termBlocks.all(t.id)) {
-                const d = decodeWords(data);
-                scanned.set(b, d);
-                bytes += d.byteLength;
-                words[i * nBlocks + b] ??= d;
+          // The sub-block's postings: ws[from, to), offsets in [first, first + subSize).
+          let pk = packed[i];
+          let ws = pk !== undefined && block < pk.blocks.length ? pk.blocks[block] : undefined;
+          let from = 0;
+          let to = 0;
+          if (ws !== undefined) {
+            const at = block * (subCount + 1);
+            if (pk!.starts[at + subCount] === UNSET) fillStarts(ws, pk!.starts, at, mask, S, subCount);
+            const q = first >>> S;
+            from = pk!.starts[at + q]!;
+            to = pk!.starts[at + q + 1]!;
+          } else {
+            ws = words[i * nBlocks + block];
+            if (!ws) {
+              if (lookups[i]! === -Infinity) continue; // every block of the term was read: it has no posting here
+              // Point lookups for a term's first few blocks; past that, its remaining blocks in one range scan (a point
+              // lookup costs ≈ 13 µs, a row of the scan ≈ 2.2 µs at 1M chunks; at 1M the frequent terms' scans are ≈ 30 %
+              // of a search, and 87 % of the blocks they read are needed by a visited sub-block). A scanned term's
+              // blocks are kept in the term cache (PackedBlocks), and a later search takes them from there.
+              if (++lookups[i]! <= POINT_LOOKUPS) {
+                const data = this.stmt.getBlock.get(t.id, block);
+                if (data) words[i * nBlocks + block] = ws = decodeWords(data);
+              } else {
+                const scanned = this.stmt.termBlocks.all(t.id).map(([b, data]): [number, Uint32Array] => [b, decodeWords(data)]);
+                packed[i] = pk = packBlocks(scanned, subCount);
+                this.termCache.putBlocks(t.id, pk, pk.bytes);
+                lookups[i] = -Infinity; // every large block of the term is in `packed` now (the small ones in `words`)
+                ws = block < pk.blocks.length ? pk.blocks[block] : undefined;
               }
-              this.termCache.putBlocks(t.id, scanned, bytes);
-              lookups[i] = -Infinity; // every block of the term is in `words` now
-              ws = words[i * nBlocks + block];
+              if (!ws) continue;
             }
-            if (!ws) continue;
+            // a small block, a point lookup, or the block that made the term scanned: binary search (offset-sorted)
+            let lo = 0;
+            let hi = ws.length >>> 1;
+            while (lo < hi) {
+              const mid = (lo + hi) >>> 1;
+              if ((ws[2 * mid]! & mask) < first) lo = mid + 1;
+              else hi = mid;
+            }
+            from = 2 * lo;
+            to = ws.length;
           }
-          // the sub-block's postings: offsets in [first, first + subSize), found by binary search (offset-sorted)
-          let lo = 0;
-          let hi = ws.length >>> 1;
-          while (lo < hi) {
-            const mid = (lo + hi) >>> 1;
-            if ((ws[2 * mid]! & mask) < first) lo = mid + 1;
-            else hi = mid;
-          }
-          for (let j = 2 * lo; j < ws.length; j += 2) {
+          for (let j = from; j < to; j += 2) {
             const w0 = ws[j]!;
             const tf = w0 >>> bits;
             const off = (w0 & mask) - first;

@@ -288,7 +288,7 @@ export const ConfigSchema = z.object({
    * connection: the server's, plus one per RAG_QUERY_WORKERS worker. 0: off. Measured in scripts/bench/README.md
    * (keyword-scale).
    */
-  RAG_KEYWORD_TERM_CACHE_MB: int(256, 0, 65_536),
+  RAG_KEYWORD_TERM_CACHE_MB: int(512, 0, 65_536),
   /**
    * Write the embedded keyword index (tokenizing, posting blocks, the commit) on a worker thread of its own, with its
    * own connection to keyword.db (default). Profiled with the hashing embedder, these writes were ≈ 25 % of the main
