@@ -445,6 +445,18 @@ function queryLatency() {
     panel(id++, 'Embedded keyword searches/s by thread', 'timeseries', { x: 0, y, w: 12, h: 8 }, [
       ['sum by (thread) (rate(rag_keyword_searches_total[$__rate_interval]))', '{{thread}}'],
     ], fieldConfig('ops')),
+    // Embedded mode: the term cache's miss share per connection. Under a steady load it should fall to a few per cent;
+    // one that stays high means RAG_KEYWORD_TERM_CACHE_MB is below the working set of the questions asked (the bytes
+    // held then sit at the budget: per connection for main, all workers together for worker).
+    panel(id++, 'Embedded keyword term cache: miss share', 'timeseries', { x: 12, y, w: 12, h: 8 }, [
+      ['sum by (connection) (rate(rag_keyword_term_cache_lookups_total{result="miss"}[$__rate_interval])) / sum by (connection) (rate(rag_keyword_term_cache_lookups_total[$__rate_interval]))', '{{connection}}'],
+    ], fieldConfig('percentunit')),
+  );
+  y += 8;
+  panels.push(
+    panel(id++, 'Embedded keyword term cache: bytes held', 'timeseries', { x: 0, y, w: 12, h: 8 }, [
+      ['sum by (connection) (rag_keyword_term_cache_bytes)', '{{connection}}'],
+    ], fieldConfig('bytes')),
   );
   return dashboard('rag-query-latency', 'RAG / Query latency', 'Where the time of a question goes: each stage of the query path at P50, P95 and P99.', panels, [stageVar]);
 }

@@ -134,6 +134,8 @@ export interface EmbeddedBm25KeywordIndexOptions {
    * per upsert instead of once per run.
    */
   writeRunItems?: number;
+  /** Called after each search with this connection's term-cache counts so far (the factory publishes them: TermCacheMetrics). */
+  onTermCacheStats?: (counts: { hits: number; misses: number; bytes: number }) => void;
   logger?: Logger;
 }
 
@@ -344,6 +346,7 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
   private readonly searchCache = new Map<string, Database.Statement>();
   /** Decoded directories and large blocks of recent query terms (see TermCache), valid for `cacheVersion`. */
   private readonly termCache: TermCache<DirEntry[], PackedBlocks>;
+  private readonly onTermCacheStats: EmbeddedBm25KeywordIndexOptions['onTermCacheStats'];
   /** `PRAGMA data_version` when the term cache was last known valid (another connection's commit changes it). */
   private cacheVersion = -1;
   /** log2 of the chunk ids per block, and derived masks. */
@@ -399,6 +402,7 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     const cacheBytes = opts.termCacheBytes ?? DEFAULT_TERM_CACHE_BYTES;
     if (!Number.isSafeInteger(cacheBytes) || cacheBytes < 0) throw new Error(`EmbeddedBm25KeywordIndex: termCacheBytes must be a non-negative integer (got ${opts.termCacheBytes})`);
     this.termCache = new TermCache(cacheBytes);
+    this.onTermCacheStats = opts.onTermCacheStats;
     const mmap = opts.mmapBytes ?? DEFAULT_MMAP_BYTES;
     if (!Number.isSafeInteger(mmap) || mmap < 0) throw new Error(`EmbeddedBm25KeywordIndex: mmapBytes must be a non-negative integer (got ${mmap})`);
     if (os.endianness() !== 'LE') throw new Error('EmbeddedBm25KeywordIndex: the packed posting blocks are little-endian; this host is big-endian');
@@ -500,6 +504,7 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
       stats.terms = terms.list.length;
       return this.blockMax(terms.list, terms.avgdl, limit, req, stats);
     })();
+    this.onTermCacheStats?.({ hits: this.termCache.hits, misses: this.termCache.misses, bytes: this.termCache.size });
     return { hits, stats };
   }
 

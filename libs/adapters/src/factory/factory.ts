@@ -4,6 +4,7 @@ import type { AppConfig } from '@rag/platform';
 import type { Bus, DocumentParser, Embedder, EmbeddingSpace, KeywordIndex, Llm, Registry, Reranker, VectorStore } from '@rag/ports';
 import { CrossEncoderReranker } from '../cross-encoder';
 import { EmbeddedBm25KeywordIndex } from '../embedded-bm25';
+import { TermCacheMetrics } from '../embedded-bm25/term-cache-metrics';
 import { EmbeddedHnswVectorStore } from '../embedded-hnsw';
 import { CachedEmbedder } from '../embedding-cache';
 import { HashingEmbedder } from '../hashing-embedder';
@@ -248,8 +249,15 @@ export async function createVectorStore(config: AppConfig, embedder: EmbeddingSp
 export async function createKeywordIndex(config: AppConfig): Promise<KeywordIndex> {
   const kind = config.RAG_KEYWORD_INDEX;
   switch (kind) {
-    case 'embedded':
-      return new EmbeddedBm25KeywordIndex({ dir: config.dataDir, synchronous: config.RAG_SQLITE_SYNCHRONOUS, termCacheBytes: config.RAG_KEYWORD_TERM_CACHE_MB * 2 ** 20 });
+    case 'embedded': {
+      const cacheMetrics = new TermCacheMetrics('main');
+      return new EmbeddedBm25KeywordIndex({
+        dir: config.dataDir,
+        synchronous: config.RAG_SQLITE_SYNCHRONOUS,
+        termCacheBytes: config.RAG_KEYWORD_TERM_CACHE_MB * 2 ** 20,
+        onTermCacheStats: (counts) => cacheMetrics.report('main', counts),
+      });
+    }
     case 'opensearch': {
       const { OpenSearchKeywordIndex } = await import('../opensearch');
       return new OpenSearchKeywordIndex({ node: config.RAG_OPENSEARCH_URL, prefix: config.RAG_KEYWORD_INDEX_PREFIX, timeoutMs: storeTimeoutMs(config) });

@@ -4,15 +4,24 @@
  * transaction that sees every write committed before it began) and runs the MaxScore evaluation there, off the
  * event loop. It never writes: upserts and deletes stay with the main thread's EmbeddedBm25KeywordIndex.
  */
-import { workerData } from 'node:worker_threads';
+import { threadId, workerData } from 'node:worker_threads';
 import type { KeywordHit, KeywordSearchRequest } from '@rag/ports';
 import { EmbeddedBm25KeywordIndex } from '../embedded-bm25';
+import type { TermCacheCounts } from '../embedded-bm25/term-cache-metrics';
 
 export interface KeywordWorkerData {
   dir: string;
   k1?: number;
   b?: number;
   termCacheBytes?: number;
+}
+
+/** A search's hits, with this worker's term-cache counts so far (the host publishes them as metrics). */
+export interface KeywordWorkerResult {
+  hits: KeywordHit[];
+  cache: TermCacheCounts;
+  /** This worker thread's id: the source of `cache`. */
+  thread: number;
 }
 
 let index: EmbeddedBm25KeywordIndex | undefined;
@@ -27,7 +36,7 @@ function problemOf(req: unknown): string | null {
   return null;
 }
 
-export default async function keywordSearchTask(req: unknown): Promise<KeywordHit[]> {
+export default async function keywordSearchTask(req: unknown): Promise<KeywordWorkerResult> {
   // validated again here: this is the edge of the worker thread
   const problem = problemOf(req);
   if (problem) throw new TypeError(`invalid keyword search request: ${problem}`);
@@ -38,5 +47,7 @@ export default async function keywordSearchTask(req: unknown): Promise<KeywordHi
     ...(data.b !== undefined ? { b: data.b } : {}),
     ...(data.termCacheBytes !== undefined ? { termCacheBytes: data.termCacheBytes } : {}),
   });
-  return index.search(req as KeywordSearchRequest);
+  const hits = await index.search(req as KeywordSearchRequest);
+  const c = index.termCacheStats();
+  return { hits, cache: { hits: c.hits, misses: c.misses, bytes: c.bytes }, thread: threadId };
 }

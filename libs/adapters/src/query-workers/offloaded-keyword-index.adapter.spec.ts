@@ -58,6 +58,23 @@ describe('OffloadedKeywordIndex (embedded BM25 searches on a worker thread)', ()
     expect(costly.index.stats()).toEqual({ inWorker: many.length - 10, small: 10, inline: 0, retriedInProcess: 0, timedOut: 0 });
   }, 60_000);
 
+  it('publishes the workers\' term caches (rag_keyword_term_cache_lookups_total / _bytes, connection="worker")', async () => {
+    const lookups = async () => {
+      const out = { hit: 0, miss: 0 };
+      for (const v of (await metrics.keywordTermCacheLookups.get()).values) if (v.labels.connection === 'worker') out[v.labels.result as 'hit' | 'miss'] = v.value;
+      return out;
+    };
+    const { index } = await setup();
+    const before = await lookups();
+    for (const req of requests) await index.search(req);
+    for (const req of requests) await index.search(req); // the same terms again: the worker's cache serves them
+    const after = await lookups();
+    expect(after.miss).toBeGreaterThan(before.miss);
+    expect(after.hit).toBeGreaterThan(before.hit);
+    const bytes = (await metrics.keywordTermCacheBytes.get()).values.find((v) => v.labels.connection === 'worker');
+    expect(bytes?.value).toBeGreaterThan(0);
+  }, 60_000);
+
   it('sees every write that returned before the search (upsert, replace, delete), and delegates the rest', async () => {
     const { inner, index } = await setup();
     expect(await index.search({ query: 'turbine blade', k: 5, scope })).toEqual([]);

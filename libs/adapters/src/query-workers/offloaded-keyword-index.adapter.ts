@@ -3,7 +3,8 @@ import { isAbort, workerEntry } from '../worker-parser/worker-support';
 import type { Chunk } from '@rag/contracts';
 import { Logger, metrics } from '@rag/platform';
 import type { KeywordHit, KeywordIndex, KeywordSearchRequest } from '@rag/ports';
-import type { KeywordWorkerData } from './keyword-search.worker';
+import { TermCacheMetrics } from '../embedded-bm25/term-cache-metrics';
+import type { KeywordWorkerData, KeywordWorkerResult } from './keyword-search.worker';
 
 export interface OffloadedKeywordIndexOptions {
   /** Worker threads that run searches (RAG_QUERY_WORKERS, ≥ 1). */
@@ -66,7 +67,9 @@ const THREAD_LABEL: Record<keyof OffloadedKeywordStats, string> = {
 
 export class OffloadedKeywordIndex implements KeywordIndex {
   private readonly log = new Logger('keyword-workers');
-  private pool: Piscina<KeywordSearchRequest, KeywordHit[]> | undefined;
+  private pool: Piscina<KeywordSearchRequest, KeywordWorkerResult> | undefined;
+  /** The workers' term caches, published as rag_keyword_term_cache_* {connection="worker"}. */
+  private readonly cacheMetrics: TermCacheMetrics;
   private readonly counts: OffloadedKeywordStats = { inWorker: 0, small: 0, inline: 0, retriedInProcess: 0, timedOut: 0 };
   private busy = 0;
   /**
@@ -92,6 +95,7 @@ export class OffloadedKeywordIndex implements KeywordIndex {
     const queue = options.queuePerWorker ?? 0;
     if (!Number.isInteger(queue) || queue < 0) throw new RangeError(`OffloadedKeywordIndex queuePerWorker must be an integer ≥ 0 (got ${queue})`);
     this.queueLimit = options.workers * queue;
+    this.cacheMetrics = new TermCacheMetrics('worker', options.workers);
     workerEntry(__dirname, 'keyword-search.worker', 'keyword search worker', options.workerFile); // fail at start-up, not at the first query, when the module is missing
   }
 
@@ -110,10 +114,10 @@ export class OffloadedKeywordIndex implements KeywordIndex {
     metrics.keywordSearches.inc({ thread: THREAD_LABEL[kind] });
   }
 
-  private poolOf(): Piscina<KeywordSearchRequest, KeywordHit[]> {
+  private poolOf(): Piscina<KeywordSearchRequest, KeywordWorkerResult> {
     if (this.pool) return this.pool;
     const entry = workerEntry(__dirname, 'keyword-search.worker', 'keyword search worker', this.options.workerFile);
-    this.pool = new Piscina<KeywordSearchRequest, KeywordHit[]>({
+    this.pool = new Piscina<KeywordSearchRequest, KeywordWorkerResult>({
       filename: entry.filename,
       workerData: { ...this.options.index, ...(entry.tsEntry ? { tsEntry: entry.tsEntry } : {}) },
       minThreads: this.options.workers,
@@ -146,9 +150,10 @@ export class OffloadedKeywordIndex implements KeywordIndex {
     else this.busy++;
     try {
       if (this.closed) throw new Error('keyword index is closed');
-      const hits = await this.poolOf().run(task, { signal: AbortSignal.timeout(this.options.timeoutMs) });
+      const out = await this.poolOf().run(task, { signal: AbortSignal.timeout(this.options.timeoutMs) });
       this.record('inWorker');
-      return timed(hits);
+      this.cacheMetrics.report(String(out.thread), out.cache);
+      return timed(out.hits);
     } catch (err) {
       if (this.closed) throw new Error('keyword index was closed during a search', { cause: err });
       if (isAbort(err)) {

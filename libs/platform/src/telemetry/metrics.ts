@@ -123,6 +123,18 @@ export const metrics = {
     labelNames: ['thread'] as const,
     registers: [metricsRegistry],
   }),
+  keywordTermCacheLookups: new Counter({
+    name: 'rag_keyword_term_cache_lookups_total',
+    help: 'Embedded keyword index: query-term lookups in the term cache (RAG_KEYWORD_TERM_CACHE_MB) by connection (main, worker) and result (hit, miss); a miss share that stays high under a steady load means the budget is below the working set',
+    labelNames: ['connection', 'result'] as const,
+    registers: [metricsRegistry],
+  }),
+  keywordTermCacheBytes: new Gauge({
+    name: 'rag_keyword_term_cache_bytes',
+    help: 'Embedded keyword index: bytes held by the term caches, by connection (main: this thread; worker: all keyword workers together)',
+    labelNames: ['connection'] as const,
+    registers: [metricsRegistry],
+  }),
   keywordWrites: new Counter({
     name: 'rag_keyword_writes_total',
     help: 'Embedded keyword-index writes (upserts, deletes) by the thread that ran them: worker, main_retry (the writer thread failed; run again on the main thread)',
