@@ -3,7 +3,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import Database from 'better-sqlite3';
 import type { Chunk } from '@rag/contracts';
-import { keywordText, tokenize } from '@rag/domain';
+import { byScoreThenChunkId, keywordText, tokenize } from '@rag/domain';
 import { Logger } from '@rag/platform';
 import type { KeywordHit, KeywordIndex, KeywordSearchRequest } from '@rag/ports';
 import { scopeAndFiltersSql } from './sql-filters';
@@ -249,11 +249,6 @@ function encodeWords(words: Uint32Array): Buffer {
 
 function encodeTermIds(ids: number[]): Buffer {
   return encodeWords(Uint32Array.from(ids));
-}
-
-/** top-k order: score desc, then chunk_id asc. Negative when `a` ranks first. */
-function rank(a: KeywordHit, b: KeywordHit): number {
-  return b.score - a.score || (a.chunk_id < b.chunk_id ? -1 : a.chunk_id > b.chunk_id ? 1 : 0);
 }
 
 /** One block in a term's directory: block number, max tf, whether the payload is postings (a small block), payload. */
@@ -654,7 +649,7 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     for (let i = 0; i < ids.length; i += BATCH) {
       for (const r of filter(ids.slice(i, i + BATCH))) out.push({ chunk_id: r.chunk_id, document_id: r.document_id, version: r.version, score: acc.get(r.id)! });
     }
-    return out.sort(rank).slice(0, k);
+    return out.sort(byScoreThenChunkId).slice(0, k);
   }
 
   private blockMax(terms: QueryTerm[], avgdl: number, k: number, req: KeywordSearchRequest, stats: KeywordSearchStats): KeywordHit[] {
@@ -777,12 +772,12 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     const best: Hit[] = [];
     const theta = (): number => (best.length >= k ? best[k - 1]!.score : -Infinity);
     const offer = (h: Hit): void => {
-      if (best.length >= k && rank(h, best[k - 1]!) >= 0) return;
+      if (best.length >= k && byScoreThenChunkId(h, best[k - 1]!) >= 0) return;
       let lo = 0;
       let hi = best.length;
       while (lo < hi) {
         const mid = (lo + hi) >>> 1;
-        if (rank(best[mid]!, h) < 0) lo = mid + 1;
+        if (byScoreThenChunkId(best[mid]!, h) < 0) lo = mid + 1;
         else hi = mid;
       }
       best.splice(lo, 0, h);

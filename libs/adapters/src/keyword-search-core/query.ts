@@ -1,5 +1,5 @@
 import type { FilterCondition, Filters, SearchScope } from '@rag/contracts';
-import { PUBLIC_ACL, segmentForIndex } from '@rag/domain';
+import { byScoreThenChunkId, PUBLIC_ACL, segmentForIndex } from '@rag/domain';
 import { metadataField } from './mapping';
 
 /**
@@ -183,7 +183,7 @@ export function buildSearchBody(req: SearchBodyRequest, opts: SearchBodyOptions 
  * index's order). Exact whenever the engine returned every chunk tied with the k-th score (see TIE_MARGIN).
  */
 export function rankHits<H extends { chunk_id: string; score: number }>(hits: readonly H[], k: number): H[] {
-  return [...hits].sort((a, b) => b.score - a.score || (a.chunk_id < b.chunk_id ? -1 : a.chunk_id > b.chunk_id ? 1 : 0)).slice(0, Math.max(0, Math.floor(k)));
+  return [...hits].sort(byScoreThenChunkId).slice(0, Math.max(0, Math.floor(k)));
 }
 
 /** Selects a document's chunks, except those of `keepVersion` when given (delete-by-query). */

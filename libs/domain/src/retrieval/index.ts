@@ -5,3 +5,4 @@ export * from './normalize-query';
 export * from './query-expansion';
 export * from './score-fusion';
 export * from './script-routing';
+export * from './hit-order';
