@@ -374,7 +374,7 @@ async function benchStore({ opts, dir, base, query, nq, k, queriesAreBase }) {
   ].map(([name, r]) => [name, r.rss_bytes_per_vector.toFixed(0), r.runs.join(', '), r.heap_used_bytes_per_vector.toFixed(0), r.external_bytes_per_vector.toFixed(0), `${(r.rss_bytes_per_vector / rawRss).toFixed(2)}x`]);
   out.sections = [
     { title: `embedded store vs raw hnswlib-node, same graph (${n} x ${base.dim}${skip ? ', held-out queries' : ''}; recall@${k} vs exact cosine over the permitted vectors)`, head: ['method', 'scope', 'ef', `recall@${k}`, 'q/s', 'x raw', 'queries timed'], rows },
-    { title: `resident memory per vector, a fresh process per run (bytes; median of ${opts.rssRuns} runs, heap and external from the median run)`, head: ['index', 'RSS delta', 'runs', 'V8 heap used', 'external (typed arrays)', 'x raw (medians)'], rows: memRows },
+    { title: `resident memory per vector, a fresh process per run (bytes; median of ${out.rss.raw.runs.length} runs, heap and external from the median run)`, head: ['index', 'RSS delta', 'runs', 'V8 heap used', 'external (typed arrays)', 'x raw (medians)'], rows: memRows },
   ];
   return out;
 }
