@@ -20,6 +20,7 @@ const spec = {
   'skip-milvus': { type: 'bool', default: false, help: 'do not measure Milvus' },
   store: { type: 'bool', default: true, help: 'measure the embedded vector store (EmbeddedHnswVectorStore from dist/ or RAG_DIST_DIR) against raw hnswlib-node on held-out queries (--no-store to skip)' },
   'rss-runs': { type: 'int', default: 3, help: 'store vs raw: fresh child processes per memory measurement (the median is reported: one process moves by ±5 MB with what V8 and the allocator keep, ±500 B a vector at 10k)' },
+  'rss-synthetic': { type: 'int', default: 100000, help: 'store vs raw: also measure memory per vector at this many synthetic vectors (one fresh process per mode; efConstruction 32, which does not change what is allocated); 0 skips' },
   'store-rounds': { type: 'int', default: 6, help: 'store vs raw: interleaved rounds per ef (each variant runs min-seconds/rounds per round)' },
   'min-seconds': { type: 'number', default: 1, help: 'repeat the query set until each measurement ran this long' },
   'max-passes': { type: 'int', default: 100, help: 'at most this many passes over the query set per measurement' },
@@ -312,18 +313,21 @@ async function benchStore({ opts, dir, base, query, nq, k, queriesAreBase }) {
     await st.close();
     const raw = new HierarchicalNSW('cosine', base.dim);
     raw.readIndexSync(join(storeDir, 'index.hnsw'));
-    const idOf = (chunkId) => Number(/^bench:(\d+)#/.exec(chunkId)[1]);
+    // Results are turned into base-vector ids for recall after timing: the timed calls return what each API returns
+    // (labels from the library, chunk ids from the store), so the bench's own conversion is charged to neither.
+    const rawIds = (res) => res.neighbors.map((l) => l - 1);
+    const storeIds = (hits) => hits.map((h) => Number(/^bench:(\d+)#/.exec(h.chunk_id)[1]));
     const scopeAll = { tenant: 'default' };
     const scopeA = { tenant: 'default', principals: ['group:a'] };
     const perRound = opts.minSeconds / opts.storeRounds;
     for (const ef of opts.ef) {
       st = new EmbeddedHnswVectorStore({ dir: tmp, modelId: 'bench-ann', dim: base.dim, ef, persistIntervalMs: 0, synchronous: 'NORMAL' });
       const variants = [
-        { method: 'raw hnswlib-node', scope: 'all', gt: gtAll, one: (i) => { raw.setEf(Math.max(ef, k)); return raw.searchKnn(queryArrays[i], k).neighbors.map((l) => l - 1); } },
-        { method: 'embedded store', scope: 'unrestricted', gt: gtAll, one: async (i) => (await st.search({ vector: queries[i], k, scope: scopeAll })).map((h) => idOf(h.chunk_id)) },
-        { method: 'raw hnswlib-node + JS filter', scope: '50 % (label parity)', gt: gtEven, one: (i) => { raw.setEf(Math.max(ef, k)); return raw.searchKnn(queryArrays[i], k, (l) => (l & 1) === 1).neighbors.map((l) => l - 1); } },
-        { method: 'embedded store', scope: 'principals [group:a] (50 %)', gt: gtEven, one: async (i) => (await st.search({ vector: queries[i], k, scope: scopeA })).map((h) => idOf(h.chunk_id)) },
-        { method: 'embedded store', scope: 'filter {half: true} (50 %)', gt: gtEven, one: async (i) => (await st.search({ vector: queries[i], k, scope: scopeAll, filters: { half: true } })).map((h) => idOf(h.chunk_id)) },
+        { method: 'raw hnswlib-node', scope: 'all', gt: gtAll, one: (i) => { raw.setEf(Math.max(ef, k)); return raw.searchKnn(queryArrays[i], k); }, ids: rawIds },
+        { method: 'embedded store', scope: 'unrestricted', gt: gtAll, one: (i) => st.search({ vector: queries[i], k, scope: scopeAll }), ids: storeIds },
+        { method: 'raw hnswlib-node + JS filter', scope: '50 % (label parity)', gt: gtEven, one: (i) => { raw.setEf(Math.max(ef, k)); return raw.searchKnn(queryArrays[i], k, (l) => (l & 1) === 1); }, ids: rawIds },
+        { method: 'embedded store', scope: 'principals [group:a] (50 %)', gt: gtEven, one: (i) => st.search({ vector: queries[i], k, scope: scopeA }), ids: storeIds },
+        { method: 'embedded store', scope: 'filter {half: true} (50 %)', gt: gtEven, one: (i) => st.search({ vector: queries[i], k, scope: scopeAll, filters: { half: true } }), ids: storeIds },
       ].map((v) => ({ ...v, queries: 0, seconds: 0, results: undefined }));
       for (let round = 0; round < opts.storeRounds; round++) {
         for (const v of round % 2 === 0 ? variants : [...variants].reverse()) {
@@ -334,15 +338,15 @@ async function benchStore({ opts, dir, base, query, nq, k, queriesAreBase }) {
         }
       }
       for (const v of variants) {
-        const row = { ef, method: v.method, scope: v.scope, recall: recall(v.results, v.gt, k), qps: v.queries / v.seconds, queries: v.queries };
+        const row = { ef, method: v.method, scope: v.scope, recall: recall(v.results.map(v.ids), v.gt, k), qps: v.queries / v.seconds, queries: v.queries };
         out.variants.push(row);
         c.log(`  ef=${ef} ${v.method} [${v.scope}]: recall@${k} ${row.recall.toFixed(3)}, ${row.qps.toFixed(0)} q/s`);
       }
       await st.close();
     }
     // RSS per vector, each in a fresh process.
-    const child = (mode, extra = []) => {
-      const args = ['--expose-gc', join(__dirname, 'lib', 'ann-rss.js'), mode, dir, String(opts.m), String(opts.efConstruction), String(skip), ...extra];
+    const child = (mode, extra = [], data = [dir, opts.efConstruction, skip]) => {
+      const args = ['--expose-gc', join(__dirname, 'lib', 'ann-rss.js'), mode, data[0], String(opts.m), String(data[1]), String(data[2]), ...extra];
       return JSON.parse(execFileSync(process.execPath, args, { encoding: 'utf8', env: process.env, stdio: ['ignore', 'pipe', 'inherit'] }).trim().split('\n').pop());
     };
     c.log('store: RSS per vector in child processes …');
@@ -361,20 +365,38 @@ async function benchStore({ opts, dir, base, query, nq, k, queriesAreBase }) {
     }
     const median = (list) => [...list].sort((a, b) => a.rss_bytes_per_vector - b.rss_bytes_per_vector)[(list.length - 1) >> 1];
     out.rss = Object.fromEntries(Object.entries(runs).map(([mode, list]) => [mode, { ...median(list), runs: list.map((x) => Math.round(x.rss_bytes_per_vector)) }]));
+    // At 9,900 vectors a few MB of fixed cost (the store's code pages and SQLite page cache) is hundreds of bytes a
+    // vector; a larger synthetic index says what each vector costs once they no longer dominate (one run per mode:
+    // ±5 MB is ±50 B a vector at 100k).
+    if (opts.rssSynthetic > 0) {
+      const data = [`synthetic:${opts.rssSynthetic}:${base.dim}`, Math.min(32, opts.efConstruction), 0];
+      c.log(`store: RSS per vector at ${opts.rssSynthetic} synthetic vectors …`);
+      const growDir = mkdtempSync(join(os.tmpdir(), 'rag-bench-ann-grow-'));
+      try {
+        const one = (r) => ({ ...r, runs: [Math.round(r.rss_bytes_per_vector)] });
+        out.rss_synthetic = { raw: one(child('raw', [], data)), store_grow: one(child('store-grow', [growDir], data)), store_open: one(child('store-open', [growDir], data)) };
+      } finally {
+        rmSync(growDir, { recursive: true, force: true });
+      }
+    }
   } finally {
     rmSync(tmp, { recursive: true, force: true });
   }
   const rawQps = (ef, filtered) => out.variants.find((v) => v.ef === ef && v.method === (filtered ? 'raw hnswlib-node + JS filter' : 'raw hnswlib-node')).qps;
   const rows = out.variants.map((v) => [v.method, v.scope, `ef=${v.ef}`, v.recall.toFixed(3), v.qps.toFixed(0), `${(v.qps / rawQps(v.ef, v.scope !== 'all' && v.scope !== 'unrestricted')).toFixed(2)}x`, v.queries]);
-  const rawRss = out.rss.raw.rss_bytes_per_vector;
-  const memRows = [
-    ['raw hnswlib-node (capacity n)', out.rss.raw],
-    ['embedded store, filled from empty (capacity doubling)', out.rss.store_grow],
-    ['embedded store, reopened from its checkpoint', out.rss.store_open],
-  ].map(([name, r]) => [name, r.rss_bytes_per_vector.toFixed(0), r.runs.join(', '), r.heap_used_bytes_per_vector.toFixed(0), r.external_bytes_per_vector.toFixed(0), `${(r.rss_bytes_per_vector / rawRss).toFixed(2)}x`]);
+  const memRows = [];
+  for (const [set, label] of [[out.rss, `${n} held-out`], [out.rss_synthetic, `${opts.rssSynthetic} synthetic`]]) {
+    if (!set) continue;
+    const rawRss = set.raw.rss_bytes_per_vector;
+    for (const [name, r] of [
+      ['raw hnswlib-node (capacity n)', set.raw],
+      ['embedded store, filled from empty (capacity doubling)', set.store_grow],
+      ['embedded store, reopened from its checkpoint', set.store_open],
+    ]) memRows.push([name, label, r.rss_bytes_per_vector.toFixed(0), r.runs.join(', '), r.heap_used_bytes_per_vector.toFixed(0), r.external_bytes_per_vector.toFixed(0), `${(r.rss_bytes_per_vector / rawRss).toFixed(2)}x`]);
+  }
   out.sections = [
     { title: `embedded store vs raw hnswlib-node, same graph (${n} x ${base.dim}${skip ? ', held-out queries' : ''}; recall@${k} vs exact cosine over the permitted vectors)`, head: ['method', 'scope', 'ef', `recall@${k}`, 'q/s', 'x raw', 'queries timed'], rows },
-    { title: `resident memory per vector, a fresh process per run (bytes; median of ${out.rss.raw.runs.length} runs, heap and external from the median run)`, head: ['index', 'RSS delta', 'runs', 'V8 heap used', 'external (typed arrays)', 'x raw (medians)'], rows: memRows },
+    { title: `resident memory per vector, a fresh process per run (bytes; at ${n}: median of ${out.rss.raw.runs.length} runs, heap and external from the median run)`, head: ['index', 'vectors', 'RSS delta', 'runs', 'V8 heap used', 'external (typed arrays)', 'x raw (medians)'], rows: memRows },
   ];
   return out;
 }
