@@ -198,8 +198,8 @@ const DEFAULT_BLOCK_BITS = 10;
 const DEFAULT_MMAP_BYTES = 2 ** 31;
 /** Default of termCacheBytes. */
 const DEFAULT_TERM_CACHE_BYTES = 512 * 2 ** 20;
-/** What a cached directory entry costs besides its words (a 4-element array and a typed-array view), for the budget. */
-const DIR_ENTRY_OVERHEAD = 160;
+/** What a cached directory entry costs besides its words (a 5-element array and two typed-array views), for the budget. */
+const DIR_ENTRY_OVERHEAD = 240;
 /** Slack on upper bounds so float rounding in the sums can never prune a chunk that belongs in the top k. */
 const BOUND_SLACK = 1 + 1e-9;
 /**
@@ -252,7 +252,12 @@ function encodeTermIds(ids: number[]): Buffer {
 }
 
 /** One block in a term's directory: block number, max tf, whether the payload is postings (a small block), payload. */
-type DirEntry = [block: number, maxTf: number, small: boolean, payload: Uint32Array];
+/**
+ * A block's directory entry. `bounds`: a large block's payload seen as the 16-bit (max tf, min length) pairs per
+ * sub-block, made when a directory row is decoded (a search read every entry's pairs, and making the view per entry
+ * per search was ≈ 3 % of a search at 1M chunks).
+ */
+type DirEntry = [block: number, maxTf: number, small: boolean, payload: Uint32Array, bounds?: Uint16Array];
 
 /**
  * A `dirs` row: its blocks' directory entries in block order, as 32-bit words — block, max tf, payload length in words
@@ -262,7 +267,9 @@ function readDirSegment(buf: Buffer, into: DirEntry[]): DirEntry[] {
   const w = decodeWords(buf);
   for (let j = 0; j < w.length; ) {
     const n = w[j + 2]! & ~SMALL_FLAG;
-    into.push([w[j]!, w[j + 1]!, (w[j + 2]! & SMALL_FLAG) !== 0, w.subarray(j + 3, j + 3 + n)]);
+    const small = (w[j + 2]! & SMALL_FLAG) !== 0;
+    const payload = w.subarray(j + 3, j + 3 + n);
+    into.push([w[j]!, w[j + 1]!, small, payload, small ? undefined : new Uint16Array(payload.buffer, payload.byteOffset, payload.length * 2)]);
     j += 3 + n;
   }
   return into;
@@ -289,44 +296,69 @@ function dirEntry(block: number, maxTf: number, sub: Buffer | null, words: Uint3
 }
 
 /**
- * A term's large blocks as the search's visiting loop reads them (what a range scan of the term returns, and what the
- * term cache keeps): the blocks by number, and per (block, sub-block) the word offset of its first posting, so that a
- * visited sub-block's postings are one range instead of a binary search in its block (whose probes were ≈ a quarter of
- * the loop's time at 1M chunks, each a cache miss in a block of up to 8 KB). A block's offsets are computed on its first
- * visit (one pass over the block) and kept with the cached term: the only mutation of a cached structure, idempotent,
- * on the one connection (one thread) that owns the cache.
+ * A term's large blocks as the search's visiting loop reads them (what a range scan of the term returns, what point
+ * lookups add, and what the term cache keeps): their posting words one block after another in one array, and per
+ * (block, sub-block) the index of its first posting word, so that a visited sub-block's postings are one range of one
+ * array. Per visit that is two cache misses (the offsets, the first word), where an array per block with offsets
+ * relative to it was four (the array slot, the typed array, its buffer, the offsets) and a binary search in the block
+ * more (its probes were ≈ a quarter of the loop's time at 1M chunks). The offsets are computed when a block is added
+ * (one pass over its words, beside decoding them). Point lookups append to the arrays in place (doubling): the only
+ * mutation of a cached structure, by the one connection (one thread) that owns the cache.
  */
 interface PackedBlocks {
-  blocks: Array<Uint32Array | undefined>;
-  /** starts[b·(subCount + 1) + q]: the offset in blocks[b] of sub-block q's first posting word; [… + subCount]: the block's length, or UNSET. */
+  /** Blocks the offsets can describe (the term's largest block number + 1). */
+  nb: number;
+  /** The fetched large blocks' posting words, one block after another; `used` of them in use. */
+  data: Uint32Array;
+  used: number;
+  /**
+   * starts[b·(subCount + 1) + q]: the index in `data` of block b's sub-block q's first posting word; [… + subCount]:
+   * the block's end. All 0 for a block not fetched (a fetched block has postings, so its end is above 0).
+   */
   starts: Uint32Array;
+  /** Every large block of the term is here (a range scan read them); else only those point lookups fetched. */
+  complete: boolean;
   bytes: number;
 }
 
-const UNSET = 0xffffffff;
-
-function packBlocks(scanned: Array<[number, Uint32Array]>, subCount: number): PackedBlocks {
-  let nb = 0;
-  for (const [block] of scanned) if (block + 1 > nb) nb = block + 1;
-  const blocks = new Array<Uint32Array | undefined>(nb).fill(undefined);
+function newPacked(nb: number, words: number, subCount: number, complete: boolean): PackedBlocks {
   const starts = new Uint32Array(nb * (subCount + 1));
-  let bytes = starts.byteLength + nb * 8;
-  for (const [block, words] of scanned) {
-    blocks[block] = words;
-    starts[block * (subCount + 1) + subCount] = UNSET;
-    bytes += words.byteLength;
-  }
-  return { blocks, starts, bytes };
+  const data = new Uint32Array(words);
+  return { nb, data, used: 0, starts, complete, bytes: starts.byteLength + data.byteLength };
 }
 
-/** Fills block `words`' sub-block offsets at starts[at, at + subCount] (offset-sorted postings; `mask` the offset bits). */
-function fillStarts(words: Uint32Array, starts: Uint32Array, at: number, mask: number, subShift: number, subCount: number): void {
+/** Appends block `block`'s words (offset-sorted postings; `mask` the offset bits) and computes its sub-block offsets. */
+function addBlock(pk: PackedBlocks, block: number, words: Uint32Array, mask: number, subShift: number, subCount: number): void {
+  if (pk.used + words.length > pk.data.length) {
+    const next = new Uint32Array(Math.max(pk.used + words.length, pk.data.length * 2));
+    next.set(pk.data.subarray(0, pk.used));
+    pk.bytes += next.byteLength - pk.data.byteLength;
+    pk.data = next;
+  }
+  const begin = pk.used;
+  pk.data.set(words, begin);
+  pk.used += words.length;
+  const starts = pk.starts;
+  const at = block * (subCount + 1);
   let q = 0;
   for (let j = 0; j < words.length; j += 2) {
     const sub = (words[j]! & mask) >>> subShift;
-    while (q <= sub) starts[at + q++] = j;
+    while (q <= sub) starts[at + q++] = begin + j;
   }
-  while (q <= subCount) starts[at + q++] = words.length;
+  while (q <= subCount) starts[at + q++] = begin + words.length;
+}
+
+/** A range scan's blocks (every large block of the term), packed. */
+function packBlocks(scanned: Array<[number, Uint32Array]>, mask: number, subShift: number, subCount: number): PackedBlocks {
+  let nb = 0;
+  let words = 0;
+  for (const [block, w] of scanned) {
+    if (block + 1 > nb) nb = block + 1;
+    words += w.length;
+  }
+  const pk = newPacked(nb, words, subCount, true);
+  for (const [block, w] of scanned) addBlock(pk, block, w, mask, subShift, subCount);
+  return pk;
 }
 
 export class EmbeddedBm25KeywordIndex implements KeywordIndex {
@@ -673,7 +705,7 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
       if (hit) {
         if (hit.blocks) {
           packed[i] = hit.blocks;
-          lookups[i] = -Infinity;
+          if (hit.blocks.complete) lookups[i] = -Infinity;
         }
         return hit.dir;
       }
@@ -705,7 +737,7 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     const words = new Array<Uint32Array | undefined>(nt * nBlocks).fill(undefined);
     for (let i = 0; i < nt; i++) {
       const w = terms[i]!.w;
-      for (const [block, maxTf, isData, payload] of dirs[i]!) {
+      for (const [block, maxTf, isData, payload, bounds] of dirs[i]!) {
         const at = block * subCount;
         if (isData) {
           // A small block: its postings came with the directory; exact per-posting bounds, and no fetch later.
@@ -718,7 +750,7 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
             if (ub > termUb[slot]!) termUb[slot] = ub;
           }
         } else {
-          const sub = new Uint16Array(payload.buffer, payload.byteOffset, payload.length * 2);
+          const sub = bounds ?? new Uint16Array(payload.buffer, payload.byteOffset, payload.length * 2);
           for (let q = 0; q < subCount; q++) {
             let tf = sub[2 * q]!;
             if (tf === 0) continue;
@@ -844,37 +876,45 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
           const t = terms[i]!;
           visitedOfTerm[i]!++;
           // The sub-block's postings: ws[from, to), offsets in [first, first + subSize).
+          const at = block * (subCount + 1);
+          const q = first >>> S;
           let pk = packed[i];
-          let ws = pk !== undefined && block < pk.blocks.length ? pk.blocks[block] : undefined;
+          let ws: Uint32Array | undefined;
           let from = 0;
           let to = 0;
-          if (ws !== undefined) {
-            const at = block * (subCount + 1);
-            if (pk!.starts[at + subCount] === UNSET) fillStarts(ws, pk!.starts, at, mask, S, subCount);
-            const q = first >>> S;
-            from = pk!.starts[at + q]!;
-            to = pk!.starts[at + q + 1]!;
-          } else {
+          if (pk === undefined || block >= pk.nb || pk.starts[at + subCount] === 0) {
             ws = words[i * nBlocks + block];
-            if (!ws) {
+            if (ws === undefined) {
               if (lookups[i]! === -Infinity) continue; // every block of the term was read: it has no posting here
               // Point lookups for a term's first few blocks; past that, its remaining blocks in one range scan (a point
               // lookup costs ≈ 13 µs, a row of the scan ≈ 2.2 µs at 1M chunks; at 1M the frequent terms' scans are ≈ 30 %
-              // of a search, and 87 % of the blocks they read are needed by a visited sub-block). A scanned term's
-              // blocks are kept in the term cache (PackedBlocks), and a later search takes them from there.
+              // of a search, and 87 % of the blocks they read are needed by a visited sub-block). Either way the blocks
+              // go into the term's PackedBlocks, kept in the term cache: a later search takes them from there (the
+              // looked-up ones too — left out until 2026-12-06, their lookups were 14 % of a keyword worker's time in
+              // the first round of retrieve load at 965k chunks).
               if (++lookups[i]! <= POINT_LOOKUPS) {
                 const data = this.stmt.getBlock.get(t.id, block);
-                if (data) words[i * nBlocks + block] = ws = decodeWords(data);
+                if (!data) continue;
+                const got = decodeWords(data);
+                const dir = dirs[i]!;
+                pk ??= newPacked(dir.length > 0 ? dir[dir.length - 1]![0] + 1 : block + 1, got.length, subCount, false);
+                addBlock(pk, block, got, mask, S, subCount);
               } else {
                 const scanned = this.stmt.termBlocks.all(t.id).map(([b, data]): [number, Uint32Array] => [b, decodeWords(data)]);
-                packed[i] = pk = packBlocks(scanned, subCount);
-                this.termCache.putBlocks(t.id, pk, pk.bytes);
+                pk = packBlocks(scanned, mask, S, subCount);
                 lookups[i] = -Infinity; // every large block of the term is in `packed` now (the small ones in `words`)
-                ws = block < pk.blocks.length ? pk.blocks[block] : undefined;
               }
-              if (!ws) continue;
+              packed[i] = pk;
+              this.termCache.putBlocks(t.id, pk, pk.bytes);
+              if (block >= pk.nb || pk.starts[at + subCount] === 0) continue;
             }
-            // a small block, a point lookup, or the block that made the term scanned: binary search (offset-sorted)
+          }
+          if (ws === undefined) {
+            ws = pk!.data;
+            from = pk!.starts[at + q]!;
+            to = pk!.starts[at + q + 1]!;
+          } else {
+            // a small block (its postings came with the directory): binary search (offset-sorted)
             let lo = 0;
             let hi = ws.length >>> 1;
             while (lo < hi) {

@@ -46,10 +46,20 @@ export class TermCache<Dir, Blocks> {
     this.shrink();
   }
 
-  /** Adds the large blocks to a cached term (nothing when the term is not cached or they would not fit). */
+  /**
+   * Sets a cached term's large blocks, or replaces them (a term's blocks grow as searches look more of them up, and a
+   * range scan replaces those with all of them): `bytes` is what they take now. Nothing when the term is not cached;
+   * when they would not fit, the term keeps its directory only.
+   */
   putBlocks(termId: number, blocks: Blocks, bytes: number): void {
     const e = this.terms.get(termId);
-    if (!e || e.blocks !== undefined || !this.fits(e.dirBytes + bytes)) return;
+    if (!e) return;
+    this.bytes -= e.blockBytes;
+    if (!this.fits(e.dirBytes + bytes)) {
+      e.blocks = undefined;
+      e.blockBytes = 0;
+      return;
+    }
     e.blocks = blocks;
     e.blockBytes = bytes;
     this.bytes += bytes;
