@@ -630,6 +630,38 @@ describe('EmbeddedBm25KeywordIndex', () => {
     }
   });
 
+  it('keeps the blocks a search fetched, looked up one by one or range-scanned, in the term cache: the same search again reads none', async () => {
+    const s = make({ blockBits: 5 });
+    await s.upsert(zipfCorpus(1500, 9));
+    // k = 1 on a frequent term visits a few of its blocks (point lookups: an incomplete pack); k = 200 then visits
+    // enough to range-scan it (the pack made complete), and the other frequent terms at k = 200 are scanned at once.
+    const reqs = [
+      { query: 'w3x', k: 1, scope },
+      { query: 'w3x', k: 200, scope },
+      { query: 'w0x w1x w2x', k: 200, scope },
+      { query: 'w0x w40x w7ax', k: 20, scope },
+    ];
+    const fetched: number[] = [];
+    for (const req of reqs) {
+      const first = s.searchWithStats(req);
+      expect(first.hits).toEqual(s.searchExhaustive(req));
+      fetched.push(first.stats.blocksFetched);
+      const again = s.searchWithStats(req);
+      expect({ query: req.query, k: req.k, fetched: again.stats.blocksFetched }).toEqual({ query: req.query, k: req.k, fetched: 0 });
+      expect(again.hits).toEqual(first.hits);
+    }
+    expect(fetched[0]).toBeGreaterThan(0); // looked up one by one…
+    expect(fetched[0]).toBeLessThanOrEqual(8);
+    expect(fetched[1]).toBeGreaterThan(8); // …then the rest of the term in one scan
+    expect(fetched[2]).toBeGreaterThan(0);
+    // A write evicts the terms it touches: their blocks are fetched again, and the results follow the write.
+    await s.upsert([chunk('hot', 1, 0, 'w3x '.repeat(30).trim())]);
+    const after = s.searchWithStats(reqs[1]!);
+    expect(after.stats.blocksFetched).toBeGreaterThan(0);
+    expect(after.hits).toEqual(s.searchExhaustive(reqs[1]!));
+    expect(after.hits[0]!.chunk_id).toBe('hot#v1#0');
+  });
+
   it('keeps the term cache within its budget, and 0 turns it off (same results)', async () => {
     const corpus = zipfCorpus(1500, 8);
     const small = make({ blockBits: 5, termCacheBytes: 16_384 });

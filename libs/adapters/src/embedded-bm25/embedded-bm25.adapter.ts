@@ -163,6 +163,8 @@ export interface KeywordSearchStats {
   blocksVisited: number;
   /** Chunks whose filter was evaluated. */
   filterChecks: number;
+  /** Posting blocks read from the file (point lookups and the rows of range scans); the term cache's hits read none. */
+  blocksFetched: number;
   /** The query needed more bound slots than maxBoundSlots and was evaluated exhaustively. */
   exhaustive?: boolean;
 }
@@ -520,7 +522,7 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
   /** `search`, with what the block-max evaluation did. Synchronous: one consistent read of the file. */
   searchWithStats(req: KeywordSearchRequest): { hits: KeywordHit[]; stats: KeywordSearchStats } {
     this.assertOpen();
-    const stats: KeywordSearchStats = { terms: 0, fullScans: 0, postingsRead: 0, postingsTotal: 0, blocksTotal: 0, blocksVisited: 0, filterChecks: 0 };
+    const stats: KeywordSearchStats = { terms: 0, fullScans: 0, postingsRead: 0, postingsTotal: 0, blocksTotal: 0, blocksVisited: 0, filterChecks: 0, blocksFetched: 0 };
     const limit = Math.floor(req.k);
     if (!(limit > 0)) return { hits: [], stats };
     const hits = this.db.transaction(() => {
@@ -894,6 +896,7 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
               // the first round of retrieve load at 965k chunks).
               if (++lookups[i]! <= POINT_LOOKUPS) {
                 const data = this.stmt.getBlock.get(t.id, block);
+                stats.blocksFetched++;
                 if (!data) continue;
                 const got = decodeWords(data);
                 const dir = dirs[i]!;
@@ -901,6 +904,7 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
                 addBlock(pk, block, got, mask, S, subCount);
               } else {
                 const scanned = this.stmt.termBlocks.all(t.id).map(([b, data]): [number, Uint32Array] => [b, decodeWords(data)]);
+                stats.blocksFetched += scanned.length;
                 pk = packBlocks(scanned, mask, S, subCount);
                 lookups[i] = -Infinity; // every large block of the term is in `packed` now (the small ones in `words`)
               }
