@@ -49,8 +49,20 @@ export function DocumentsPage() {
   // `stale`: the rows shown are another page's (or filter's) until this page's request has answered.
   const { data, error, reload, stale } = useResource<{ documents: DocumentRow[]; counts: Record<string, number>; next_cursor: string | null }>(path);
 
-  // While anything is queued or processing, refresh every 1.5 s so the table follows ingestion.
-  const busy = !!data?.documents.some((d) => d.status === 'queued' || d.status === 'processing') || uploads.some((u) => u.state === 'uploading');
+  // Documents whose DELETE was accepted (202: the pipeline removes them afterwards) and whose row does not say so yet.
+  // Without them the refresh right after a delete could answer before the deletion was done — on a busy machine it
+  // did — and with nothing queued or processing no later refresh came: the row said `indexed` until a manual refresh.
+  const [deleting, setDeleting] = useState<ReadonlySet<string>>(new Set());
+  useEffect(() => {
+    if (!data || deleting.size === 0) return;
+    const settled = [...deleting].filter((id) => (data.documents.find((d) => d.document_id === id)?.status ?? 'deleted') === 'deleted');
+    if (settled.length > 0) setDeleting((s) => new Set([...s].filter((id) => !settled.includes(id))));
+  }, [data, deleting]);
+
+  // While anything is queued, processing or being deleted, refresh every 1.5 s so the table follows it.
+  const busy =
+    !!data?.documents.some((d) => d.status === 'queued' || d.status === 'processing' || (deleting.has(d.document_id) && d.status !== 'deleted')) ||
+    uploads.some((u) => u.state === 'uploading');
   useEffect(() => {
     if (!busy) return;
     const h = setInterval(reload, 1500);
@@ -78,6 +90,7 @@ export function DocumentsPage() {
     setActionError(null);
     try {
       await api.request('DELETE', `/v1/documents/${encodeURIComponent(id)}`);
+      setDeleting((s) => new Set([...s, id]));
       reload();
     } catch (e) {
       setActionError(e);
