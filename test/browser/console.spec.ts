@@ -190,6 +190,33 @@ describe('web console (Chromium)', () => {
     expect(q.body.citations.map((c) => c.document_id)).not.toContain('upload:heat.md');
   });
 
+  it('a deletion the pipeline finishes after the table’s refresh still shows: the table keeps refreshing until the row says deleted', async () => {
+    expect((await api(server, 'POST', '/v1/documents:batch', { documents: [{ id: 'race-1', title: 'Race', text: 'Deleted while the table refreshes.' }] }, auth)).status).toBe(202);
+    await expect.poll(async () => (await api<{ status: string }>(server, 'GET', '/v1/documents/race-1', undefined, auth)).body.status, { timeout: 60_000 }).toBe('indexed');
+    await go('Documents');
+    await expect.poll(() => row('race-1').getAttribute('data-status')).toBe('indexed');
+    // The DELETE is accepted (202) and the pipeline removes the document afterwards. Make the race certain: the first
+    // list the table fetches from now on answers as if the deletion had not happened yet.
+    let served = false;
+    await page.route('**/v1/documents?*', async (route) => {
+      if (served) return route.continue();
+      served = true;
+      const response = await route.fetch();
+      const body = (await response.json()) as { documents: { document_id: string; status: string }[] };
+      body.documents = body.documents.map((d) => (d.document_id === 'race-1' ? { ...d, status: 'indexed' } : d));
+      await route.fulfill({ response, json: body });
+    });
+    try {
+      page.once('dialog', (d) => void d.accept());
+      await row('race-1').getByRole('button', { name: 'Delete race-1' }).click();
+      await expect.poll(() => served).toBe(true);
+      await expect.poll(() => row('race-1').getAttribute('data-status'), { timeout: 15_000 }).toBe('deleted');
+    } finally {
+      await page.unroute('**/v1/documents?*');
+    }
+    await go('Overview'); // the next test opens Documents afresh
+  });
+
   it('pages the document table by cursor: Next shows the following documents, Previous the same first page again', async () => {
     const documents = Array.from({ length: 30 }, (_, i) => ({ id: `paged-${String(i).padStart(2, '0')}`, title: `Paged ${i}`, text: `Paged document ${i}.` }));
     expect((await api(server, 'POST', '/v1/documents:batch', { documents }, auth)).status).toBe(202);
