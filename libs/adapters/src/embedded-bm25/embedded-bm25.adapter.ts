@@ -350,6 +350,11 @@ function addBlock(pk: PackedBlocks, block: number, words: Uint32Array, mask: num
   while (q <= subCount) starts[at + q++] = begin + words.length;
 }
 
+/** Whether `pk` holds block `block`'s words (a fetched block's end offset is above 0, an absent one's 0). */
+function holds(pk: PackedBlocks | undefined, block: number, subCount: number): pk is PackedBlocks {
+  return pk !== undefined && block < pk.nb && pk.starts[block * (subCount + 1) + subCount] !== 0;
+}
+
 /** A range scan's blocks (every large block of the term), packed. */
 function packBlocks(scanned: Array<[number, Uint32Array]>, mask: number, subShift: number, subCount: number): PackedBlocks {
   let nb = 0;
@@ -884,7 +889,7 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
           let ws: Uint32Array | undefined;
           let from = 0;
           let to = 0;
-          if (pk === undefined || block >= pk.nb || pk.starts[at + subCount] === 0) {
+          if (!holds(pk, block, subCount)) {
             ws = words[i * nBlocks + block];
             if (ws === undefined) {
               if (lookups[i]! === -Infinity) continue; // every block of the term was read: it has no posting here
@@ -910,7 +915,7 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
               }
               packed[i] = pk;
               this.termCache.putBlocks(t.id, pk, pk.bytes);
-              if (block >= pk.nb || pk.starts[at + subCount] === 0) continue;
+              if (!holds(pk, block, subCount)) continue;
             }
           }
           if (ws === undefined) {
