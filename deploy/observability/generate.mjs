@@ -495,6 +495,12 @@ function ingestion() {
     panel(id++, 'Embedded keyword-index writes/s by thread', 'timeseries', { x: 0, y: 32, w: 12, h: 8 }, [
       ['sum by (thread, op) (rate(rag_keyword_writes_total[$__rate_interval]))', '{{thread}} {{op}}'],
     ], fieldConfig('ops')),
+    // Embedded mode: the keyword writer renumbers the chunks by topic when due (RAG_KEYWORD_RECLUSTER_RATIO); keyword
+    // writes wait meanwhile, so ingestion pauses for the last duration shown. failed: rolled back (see the logs).
+    panel(id++, 'Embedded keyword-index reclusters: last duration (s), count per hour by outcome', 'timeseries', { x: 12, y: 32, w: 12, h: 8 }, [
+      ['max(rag_keyword_recluster_last_seconds)', 'last duration (s)'],
+      ['sum by (outcome) (increase(rag_keyword_reclusters_total[1h]))', '{{outcome}} per hour'],
+    ], fieldConfig('short')),
   ];
   return dashboard('rag-ingestion', 'RAG / Ingestion', 'Throughput, lag, failures and dead letters of the load → chunk → embed → index pipeline.', panels);
 }

@@ -20,7 +20,7 @@ const spec = {
   'skip-milvus': { type: 'bool', default: false, help: 'do not measure Milvus' },
   store: { type: 'bool', default: true, help: 'measure the embedded vector store (EmbeddedHnswVectorStore from dist/ or RAG_DIST_DIR) against raw hnswlib-node on held-out queries (--no-store to skip)' },
   'rss-runs': { type: 'int', default: 3, help: 'store vs raw: fresh child processes per memory measurement (the median is reported: one process moves by ±5 MB with what V8 and the allocator keep, ±500 B a vector at 10k)' },
-  'rss-synthetic': { type: 'int', default: 100000, help: 'store vs raw: also measure memory per vector at this many synthetic vectors (one fresh process per mode; efConstruction 32, which does not change what is allocated); 0 skips' },
+  'rss-synthetic': { type: 'int', min: 0, default: 100000, help: 'store vs raw: also measure memory per vector at this many synthetic vectors (one fresh process per mode; efConstruction 32, which does not change what is allocated); 0 skips' },
   'store-rounds': { type: 'int', default: 6, help: 'store vs raw: interleaved rounds per ef (each variant runs min-seconds/rounds per round)' },
   'min-seconds': { type: 'number', default: 1, help: 'repeat the query set until each measurement ran this long' },
   'max-passes': { type: 'int', default: 100, help: 'at most this many passes over the query set per measurement' },

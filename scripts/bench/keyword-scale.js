@@ -11,13 +11,19 @@ const spec = {
   sizes: { type: 'intlist', default: [10_000, 100_000], help: 'index sizes in chunks (steps; e.g. 10000,100000,1000000)' },
   queries: { type: 'int', default: 80, help: 'queries per step: Cranfield queries, then CMRC 2018 (Chinese) ones, 3:1' },
   k: { type: 'int', default: 50, help: 'hits per query (50 keeps the figures comparable with earlier runs; the retriever asks each search for RAG_CANDIDATES, default 100)' },
-  'block-bits': { type: 'int', default: 0, help: 'log2 of chunk ids per posting block for the new index (0: the adapter default)' },
+  'block-bits': { type: 'int', min: 0, default: 0, help: 'log2 of chunk ids per posting block for the new index (0: the adapter default)' },
   fts5: { type: 'bool', default: true, help: 'also build an FTS5 table over the same tokens and time its bm25()' },
   'eval-dir': { type: 'string', default: c.defaultEvalDir, help: 'folder with cranfield/ and cmrc2018-trial/' },
   dir: { type: 'string', default: '', help: 'keep the index in this folder and reuse it next time (skips filling up to what it holds; FTS5 off)' },
   'max-seconds': { type: 'int', default: 480, help: 'hard limit for the whole run' },
+  recluster: {
+    type: 'bool',
+    default: true,
+    help: 'per step, after the other measurements: recluster the index (renumber the chunks by topic, as the keyword writer does when due), time it, and time the pruned searches again; the next step fills on top of the reclustered file',
+  },
   'term-cache-mb': {
     type: 'int',
+    min: 0,
     default: 512,
     help: 'per step, also time the searches through a second connection with this term cache (RAG_KEYWORD_TERM_CACHE_MB): cold, questions not asked before after 40 others, all asked again; 0: skip (the main columns always run uncached)',
   },
@@ -36,7 +42,11 @@ queries (tenant "t1" + principals ["g2"], k hits) run through:
               chunk, on the same file (the cost of evaluation without skipping)
   fts5        FTS5 (unicode61, remove_diacritics 0) over the space-joined tokens of tokenize(), MATCH of the OR of
               the query tokens, joined on a tenant/ACL table, ORDER BY rank (bm25(), fixed k1=1.2 b=0.75) LIMIT k
-Every pruned result list is compared with the exhaustive one (ids in order); mismatches are counted.`;
+  reclustered search() again after recluster() renumbered the chunks by topic (EmbeddedBm25KeywordIndex.recluster,
+              what the keyword writer runs when due); the next step fills on top of it, so a step's first columns
+              read a file whose earlier chunks are clustered and whose new ones are in ingestion order
+Every pruned result list is compared with the exhaustive one (ids in order), every reclustered one with the pruned
+one (ids and scores); mismatches are counted.`;
 
 async function run(argv) {
   const opts = c.parseArgs(argv, spec);
@@ -166,7 +176,8 @@ async function run(argv) {
         index.searchWithStats({ query: q, k: opts.k, scope });
         index.searchExhaustive({ query: q, k: opts.k, scope });
       }
-      const t = { pruned: [], exhaustive: [], fts5: [] };
+      const t = { pruned: [], exhaustive: [], fts5: [], reclustered: [] };
+      const prunedHits = [];
       let mismatches = 0;
       let read = 0;
       let total = 0;
@@ -180,6 +191,7 @@ async function run(argv) {
         let t0 = performance.now();
         const { hits, stats } = index.searchWithStats(req);
         t.pruned.push(performance.now() - t0);
+        prunedHits.push(JSON.stringify(hits));
         t0 = performance.now();
         const exact = index.searchExhaustive(req);
         t.exhaustive.push(performance.now() - t0);
@@ -223,6 +235,25 @@ async function run(argv) {
           await cached.close();
         }
       }
+      // Reclustered: the same searches on the renumbered file (after the term-cache section, which reads the file as filled).
+      let recluster = null;
+      if (opts.recluster) {
+        c.log(`keyword-scale: reclustering ${size} chunks`);
+        const r = index.recluster();
+        for (const q of queries.slice(0, 10)) index.searchWithStats({ query: q, k: opts.k, scope });
+        let visited = 0;
+        let holding = 0;
+        let differ = 0;
+        queries.forEach((q, i) => {
+          const t0 = performance.now();
+          const { hits, stats } = index.searchWithStats({ query: q, k: opts.k, scope });
+          t.reclustered.push(performance.now() - t0);
+          if (JSON.stringify(hits) !== prunedHits[i]) differ++;
+          visited += stats.blocksVisited;
+          holding += stats.blocksTotal;
+        });
+        recluster = { ms: r.ms, chunks_per_s: Math.round((r.children + r.parents) / (r.ms / 1000)), keyed_share: r.keyed / Math.max(1, r.children), blocks_visited_per_query: visited / queries.length, blocks_visited_share: holding ? visited / holding : 0, mismatches: differ };
+      }
       const step = {
         chunks: size,
         ingest_chunks_per_s: filled > reused ? Math.round((filled - reused) / (ingestMs / 1000)) : null,
@@ -237,12 +268,16 @@ async function run(argv) {
         exhaustive: c.latencySummary(t.exhaustive),
         fts5: fts ? c.latencySummary(t.fts5) : null,
         term_cache: cache,
+        blocks_visited_per_query: blocksVisited / queries.length,
+        reclustered: opts.recluster ? c.latencySummary(t.reclustered) : null,
+        recluster,
       };
       steps.push(step);
       c.log(
         `keyword-scale: ${size} chunks: pruned P50 ${c.fmt(step.pruned.p50, 2)} ms, exhaustive P50 ${c.fmt(step.exhaustive.p50, 2)} ms` +
           (fts ? `, fts5 P50 ${c.fmt(step.fts5.p50, 2)} ms` : '') +
-          `, ${mismatches} mismatches`,
+          `, ${mismatches} mismatches` +
+          (recluster ? `; reclustered in ${c.fmt(recluster.ms / 1000, 1)} s, P50 ${c.fmt(step.reclustered.p50, 2)} ms, ${recluster.mismatches} mismatches` : ''),
       );
     }
   } finally {
@@ -253,7 +288,7 @@ async function run(argv) {
   }
 
   const base = steps[0];
-  const kinds = ['pruned', 'exhaustive', ...(opts.fts5 ? ['fts5'] : [])];
+  const kinds = ['pruned', 'exhaustive', ...(opts.fts5 ? ['fts5'] : []), ...(opts.recluster ? ['reclustered'] : [])];
   const rows = [];
   for (const s of steps) {
     for (const kind of kinds) {
@@ -267,7 +302,7 @@ async function run(argv) {
         c.fmt(l.p99, 2),
         `${c.fmt(l.p50 / base[kind].p50, 2)}×`,
         `${c.fmt(l.p99 / base[kind].p99, 2)}×`,
-        kind === 'pruned' ? `${c.fmt(s.exhaustive.p50 / l.p50, 1)}×` : kind === 'fts5' ? `${c.fmt(l.p50 / s.pruned.p50, 2)}×` : '',
+        kind === 'pruned' ? `${c.fmt(s.exhaustive.p50 / l.p50, 1)}×` : kind === 'fts5' || kind === 'reclustered' ? `${c.fmt(l.p50 / s.pruned.p50, 2)}×` : '',
       ]);
     }
   }
@@ -288,7 +323,7 @@ async function run(argv) {
     started,
     sections: [
       {
-        title: `query latency, ms (${queries.length} queries, k=${opts.k}, tenant + ACL scope); ratios to the ${base.chunks}-chunk step; last column: exhaustive÷pruned P50, or fts5÷pruned P50`,
+        title: `query latency, ms (${queries.length} queries, k=${opts.k}, tenant + ACL scope); ratios to the ${base.chunks}-chunk step; last column: exhaustive÷pruned P50, or fts5÷pruned, reclustered÷pruned P50`,
         head: ['chunks', 'evaluation', 'mean', 'P50', 'P95', 'P99', 'P50 ratio', 'P99 ratio', 'vs pruned'],
         rows,
       },
@@ -318,13 +353,32 @@ async function run(argv) {
             },
           ]
         : []),
+      ...(opts.recluster
+        ? [
+            {
+              title: 'recluster (renumbering the chunks by topic, one transaction): its time and rate, the share of children grouped by a topic term, the sub-blocks a search visits before and after it (share of those holding a query term), reclustered≠pruned result lists (ids and scores)',
+              head: ['chunks', 'recluster s', 'chunks/s', 'grouped', 'sub-blocks visited/q before', 'after', 'after ÷ before', 'visited share after', 'mismatches'],
+              rows: steps.map((s) => [
+                s.chunks,
+                c.fmt(s.recluster.ms / 1000, 1),
+                s.recluster.chunks_per_s,
+                `${c.fmt(100 * s.recluster.keyed_share, 0)} %`,
+                c.fmt(s.blocks_visited_per_query, 0),
+                c.fmt(s.recluster.blocks_visited_per_query, 0),
+                `${c.fmt(s.recluster.blocks_visited_per_query / Math.max(1, s.blocks_visited_per_query), 2)}×`,
+                `${c.fmt(100 * s.recluster.blocks_visited_share, 1)} %`,
+                s.recluster.mismatches,
+              ]),
+            },
+          ]
+        : []),
     ],
     notes: [
       'pruned and exhaustive run on the same keyword.db; exhaustive scores every posting of the query terms (searchExhaustive: every block read, no bound used)',
       'fts5 ranks with its own bm25() (k1=1.2, b=0.75, a different idf), so its lists differ from ours: it is timed for cost only',
       'one process, synchronous better-sqlite3 calls; nothing else runs in the process meanwhile',
     ],
-    json: { options: { sizes, queries: queries.length, k: opts.k, fts5: opts.fts5, term_cache_mb: opts.termCacheMb }, steps },
+    json: { options: { sizes, queries: queries.length, k: opts.k, fts5: opts.fts5, term_cache_mb: opts.termCacheMb, recluster: opts.recluster }, steps },
   });
 }
 

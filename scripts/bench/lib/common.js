@@ -24,7 +24,7 @@ function requireDist(rel) {
 
 /**
  * Parses `--name value`, `--name=value` and boolean `--flag` / `--no-flag` against a spec
- * `{ name: { type: 'string'|'number'|'int'|'list'|'bool'|'repeat', default, help } }`. Unknown options throw.
+ * `{ name: { type: 'string'|'number'|'int'|'list'|'bool'|'repeat', default, help, min? } }` (`min`: the least an 'int' takes, default 1). Unknown options throw.
  */
 function parseArgs(argv, spec) {
   const out = {};
@@ -72,7 +72,8 @@ function convert(name, s, value, previous) {
     }
     case 'int': {
       const n = Number(value);
-      if (!Number.isInteger(n) || n <= 0) throw new Error(`--${name} must be a positive integer, got ${value}`);
+      // `min: 0` in the spec: an option whose help gives 0 a meaning (skip, off, the default)
+      if (!Number.isInteger(n) || n < (s.min ?? 1)) throw new Error(`--${name} must be ${s.min === 0 ? 'a non-negative' : 'a positive'} integer, got ${value}`);
       return n;
     }
     case 'list':

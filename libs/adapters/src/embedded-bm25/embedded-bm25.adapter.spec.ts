@@ -753,6 +753,115 @@ describe('EmbeddedBm25KeywordIndex', () => {
     check.close();
   });
 
+  /**
+   * Documents on `topics` topics, interleaved in ingestion order (as a crawl mixes spaces): each chunk holds 8 words of
+   * its topic's 40 and 6 of a shared Zipf-like filler, so a topic word is in ≈ n / topics / 5 chunks.
+   */
+  function topicalCorpus(n: number, seed: number, topics = 8, extra: (i: number) => Partial<Chunk> = () => ({})): Chunk[] {
+    const r = rng(seed);
+    const filler = Array.from({ length: 60 }, (_, i) => `f${i}x`);
+    return Array.from({ length: n }, (_, i) => {
+      const t = Math.floor(r() * topics);
+      const words = [
+        ...Array.from({ length: 8 }, () => `t${t}w${Math.floor(r() * 40)}x`),
+        ...Array.from({ length: 6 }, () => filler[Math.min(59, Math.floor(Math.exp(r() * Math.log(61))) - 1)]!),
+      ];
+      return chunk(`d${i}`, 1, 0, words.join(' '), extra(i));
+    });
+  }
+  const topicQueries = (r: () => number, n: number): string[] =>
+    Array.from({ length: n }, () => {
+      const t = Math.floor(r() * 8);
+      return [...Array.from({ length: 1 + Math.floor(r() * 4) }, () => `t${t}w${Math.floor(r() * 40)}x`), ...(r() < 0.5 ? ['f0x', 'f1x'] : [])].join(' ');
+    });
+
+  it('reclusters: same hits and scores for every search (randomised, scopes, filters, another connection\'s warm cache), fewer sub-blocks visited, deleted ids reclaimed, writes go on', async () => {
+    const s = make();
+    const reader = make({}, dir); // another connection (a query worker) with a warm term cache
+    const cs = topicalCorpus(4000, 5, 8, (i) => ({ tenant: i % 10 === 0 ? 't2' : 't1', acl: i % 7 === 0 ? ['g1'] : ['*'], metadata: { n: i } }));
+    await s.upsert(cs.slice(0, 2000));
+    await s.upsert(cs.slice(2000).map((c, i) => (i % 3 ? c : { ...c, kind: 'parent' as const }))); // parents among them
+    for (let i = 0; i < 4000; i += 11) await s.deleteDocument(`d${i}`);
+    await s.upsert(topicalCorpus(100, 6).map((c, i) => ({ ...c, chunk_id: `d${i * 11}#v2#0`, document_id: `d${i * 11}`, version: 2 })));
+    const r = rng(7);
+    const scopes: SearchScope[] = [{ tenant: 't1' }, { tenant: 't2' }, { tenant: 't1', principals: ['g1'] }];
+    const reqs = topicQueries(r, 60).map((query, i) => ({ query, k: [1, 10, 50][i % 3]!, scope: scopes[i % 3]!, filters: i % 5 === 0 ? { n: { lt: 2000 } } : undefined }));
+    const before = reqs.map((q) => s.searchWithStats(q));
+    for (const q of reqs) reader.searchWithStats(q); // fills the reader's term cache with the old ids' blocks
+    const maxIdBefore = (new Database(s.file, { readonly: true }).prepare('SELECT MAX(id) AS m FROM chunks').get() as { m: number }).m;
+    const rows = await s.count();
+
+    const result = s.recluster();
+    expect(result.children + result.parents).toBe(rows);
+    expect(result.keyed).toBeGreaterThan(result.children * 0.9);
+    const db = new Database(s.file, { readonly: true });
+    expect((db.prepare('SELECT MAX(id) AS m FROM chunks').get() as { m: number }).m).toBe(rows); // ids 1…rows: deleted ones reclaimed
+    expect(maxIdBefore).toBeGreaterThan(rows);
+    expect(db.prepare("SELECT name FROM sqlite_master WHERE name LIKE '%\\_r' ESCAPE '\\'").all()).toEqual([]);
+    db.close();
+    const visits = { before: 0, after: 0 };
+    for (const [i, q] of reqs.entries()) {
+      for (const conn of [s, reader]) {
+        const { hits, stats } = conn.searchWithStats(q);
+        expect({ q, hits }).toEqual({ q, hits: before[i]!.hits });
+        if (conn === s) visits.after += stats.blocksVisited;
+      }
+      visits.before += before[i]!.stats.blocksVisited;
+    }
+    expect(visits.after).toBeLessThan(visits.before * 0.6);
+    expect(await s.getChunks(['d5#v1#0', 'd11#v2#0'])).toHaveLength(2);
+    // writes, replacements and deletes go on against the renumbered file, and a second recluster finds it as the first left it
+    await s.upsert(topicalCorpus(300, 8).map((c, i) => ({ ...c, chunk_id: `late${i}#v1#0`, document_id: `late${i}` })));
+    await s.deleteDocument('d5');
+    await s.upsert([{ ...cs[7]!, text: `${cs[7]!.text} needle` }]);
+    s.recluster();
+    for (const q of [...reqs, { query: 'needle t1w3x', k: 5, scope }]) {
+      expect(s.searchWithStats(q).hits).toEqual(s.searchExhaustive(q));
+      expect(reader.searchWithStats(q).hits).toEqual(s.searchExhaustive(q));
+    }
+    expect(await search(s, 'needle')).toEqual([cs[7]!.chunk_id]);
+    await s.close();
+    const reopened = make();
+    expect(await reopened.count()).toBe(rows + 300 - 1);
+  });
+
+  it('a recluster that fails part-way leaves the file as it was', async () => {
+    const s = make();
+    await s.upsert(topicalCorpus(2000, 9));
+    const reqs = topicQueries(rng(3), 20).map((query) => ({ query, k: 10, scope }));
+    const before = reqs.map((q) => s.searchWithStats(q));
+    // the 50th block the recluster writes fails: after the chunk rows were copied, amid the posting blocks
+    let calls = 0;
+    const orig = (s as unknown as { subBoundsOf: (w: Uint32Array) => Buffer | null }).subBoundsOf;
+    vi.spyOn(s as unknown as { subBoundsOf: (w: Uint32Array) => Buffer | null }, 'subBoundsOf').mockImplementation(function (this: unknown, w: Uint32Array) {
+      if (++calls === 50) throw new Error('disk full (injected)');
+      return orig.call(this, w);
+    });
+    expect(() => s.recluster()).toThrow(/injected/);
+    vi.restoreAllMocks();
+    for (const [i, q] of reqs.entries()) expect(s.searchWithStats(q)).toEqual({ ...before[i], stats: { ...before[i]!.stats, blocksFetched: 0 } }); // blocks from the term cache
+    const db = new Database(s.file, { readonly: true });
+    expect(db.prepare("SELECT name FROM sqlite_master WHERE name IN ('chunks_r', 'blocks_r', 'dirs_r')").all()).toEqual([]);
+    db.close();
+    expect(s.reclusterDue({ ratio: 0.5, minIds: 1000 })).toBe(true);
+  });
+
+  it('is due once the ids written since the last recluster reach minIds and ratio × the ids it ordered', async () => {
+    const s = make();
+    expect(s.reclusterDue({ ratio: 0.5, minIds: 1 })).toBe(false); // empty
+    await s.upsert(topicalCorpus(999, 1));
+    expect(s.reclusterDue({ ratio: 0.5, minIds: 1000 })).toBe(false);
+    await s.upsert([chunk('one', 1, 0, 'more words')]);
+    expect(s.reclusterDue({ ratio: 0.5, minIds: 1000 })).toBe(true);
+    expect(s.reclusterDue({ ratio: 0, minIds: 1 })).toBe(false); // 0: never
+    s.recluster();
+    expect(s.reclusterDue({ ratio: 0.5, minIds: 1 })).toBe(false);
+    await s.upsert(topicalCorpus(499, 2).map((c, i) => ({ ...c, chunk_id: `n${i}#v1#0`, document_id: `n${i}` })));
+    expect(s.reclusterDue({ ratio: 0.5, minIds: 1 })).toBe(false); // 499 < 0.5 × 1,000
+    await s.upsert([chunk('two', 1, 0, 'more words')]);
+    expect(s.reclusterDue({ ratio: 0.5, minIds: 1 })).toBe(true);
+  });
+
   it('rejects use after close, and close is idempotent', async () => {
     const s = make();
     await s.close();

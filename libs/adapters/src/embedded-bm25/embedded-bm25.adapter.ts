@@ -7,6 +7,7 @@ import { byScoreThenChunkId, keywordText, tokenize } from '@rag/domain';
 import { Logger } from '@rag/platform';
 import type { KeywordHit, KeywordIndex, KeywordSearchRequest } from '@rag/ports';
 import { scopeAndFiltersSql } from './sql-filters';
+import { ClusterKeys } from './cluster-order';
 import { TermCache } from './term-cache';
 import { openSqlite } from '../sqlite/open-sqlite';
 import { documentRuns, WRITE_RUN_ITEMS, yieldToLoop } from '../sqlite/write-runs';
@@ -139,6 +140,25 @@ export interface EmbeddedBm25KeywordIndexOptions {
   logger?: Logger;
 }
 
+/** When the keyword writer reclusters (EmbeddedBm25KeywordIndex.reclusterDue). */
+export interface ReclusterPolicy {
+  /** Recluster once the ids written since the last one reach this share of the ids it ordered (0: never). */
+  ratio: number;
+  /** … and at least this many (a small index is fast in any order). */
+  minIds: number;
+}
+
+/** What a recluster did. */
+export interface ReclusterResult {
+  children: number;
+  /** Children grouped by topic (the others, with no mid-frequency term, go last in their previous order). */
+  keyed: number;
+  parents: number;
+  terms: number;
+  postings: number;
+  ms: number;
+}
+
 interface ChunkRow {
   id: number;
   kind: string;
@@ -195,7 +215,36 @@ const DIR_SEG_BITS = 3;
 /** Flag in a directory entry's third word: the payload is the block's postings (a small block), not its sub-block bounds. */
 const SMALL_FLAG = 0x80000000;
 /** Each term's block directory, 2^DIR_SEG_BITS blocks to a row (format 4; see readDirSegment for the row's words). */
-const DIRS_TABLE = 'CREATE TABLE IF NOT EXISTS dirs (term_id INTEGER NOT NULL, seg INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (term_id, seg)) WITHOUT ROWID';
+const dirsTable = (name: string): string =>
+  `CREATE TABLE IF NOT EXISTS ${name} (term_id INTEGER NOT NULL, seg INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (term_id, seg)) WITHOUT ROWID`;
+/** Every chunk, children and parents (see the schema above); `id` is the chunk's number in the posting blocks. */
+const chunksTable = (name: string): string => `CREATE TABLE IF NOT EXISTS ${name} (
+  id          INTEGER PRIMARY KEY,
+  chunk_id    TEXT NOT NULL UNIQUE,
+  document_id TEXT NOT NULL,
+  tenant      TEXT NOT NULL,
+  version     INTEGER NOT NULL,
+  kind        TEXT NOT NULL,
+  acl         TEXT NOT NULL,
+  metadata    TEXT NOT NULL,
+  len         INTEGER NOT NULL,
+  body        TEXT NOT NULL,
+  terms       BLOB
+)`;
+/** The chunk columns a recluster copies, besides `id`. */
+const CHUNK_COLUMNS = 'chunk_id, document_id, tenant, version, kind, acl, metadata, len, body, terms';
+const CHUNKS_DOCUMENT_INDEX = 'CREATE INDEX IF NOT EXISTS chunks_document ON chunks (document_id, version)';
+/** A large block's postings (format 3's bounds columns kept; format 4 writes `sub` NULL, its bounds are in `dirs`). */
+const blocksTable = (name: string): string => `CREATE TABLE IF NOT EXISTS ${name} (
+  term_id INTEGER NOT NULL,
+  block   INTEGER NOT NULL,
+  max_tf  INTEGER NOT NULL,
+  min_len INTEGER NOT NULL,
+  n       INTEGER NOT NULL,
+  sub     BLOB,
+  data    BLOB NOT NULL,
+  PRIMARY KEY (term_id, block)
+) WITHOUT ROWID`;
 const DEFAULT_BLOCK_BITS = 10;
 const DEFAULT_MMAP_BYTES = 2 ** 31;
 /** Default of termCacheBytes. */
@@ -218,6 +267,10 @@ const SUB_BLOCK_BITS = 4;
 const SMALL_BLOCK_MIN = 8;
 /** Buckets of the visiting order (sub-blocks by descending bound; a counting sort, linear in the sub-blocks). */
 const ORDER_BUCKETS = 4096;
+/** Terms in fewer children than this do not group chunks in a recluster (fewer than half a 64-id sub-block). */
+const CLUSTER_MIN_DF = 30;
+/** Nor do terms in more than this share of the children (they are in every group). */
+const CLUSTER_MAX_DF_SHARE = 0.05;
 /** Default of maxBoundSlots: above this many (term, sub-block) bound slots a search evaluates exhaustively instead. */
 const MAX_BOUND_SLOTS = 2 ** 24;
 const HALF_MAX = 0xffff;
@@ -447,20 +500,8 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     try {
       this.db.pragma(`mmap_size = ${mmap}`);
       this.db.exec(`
-        CREATE TABLE IF NOT EXISTS chunks (
-          id          INTEGER PRIMARY KEY,
-          chunk_id    TEXT NOT NULL UNIQUE,
-          document_id TEXT NOT NULL,
-          tenant      TEXT NOT NULL,
-          version     INTEGER NOT NULL,
-          kind        TEXT NOT NULL,
-          acl         TEXT NOT NULL,
-          metadata    TEXT NOT NULL,
-          len         INTEGER NOT NULL,
-          body        TEXT NOT NULL,
-          terms       BLOB
-        );
-        CREATE INDEX IF NOT EXISTS chunks_document ON chunks (document_id, version);
+        ${chunksTable('chunks')};
+        ${CHUNKS_DOCUMENT_INDEX};
         CREATE TABLE IF NOT EXISTS terms (id INTEGER PRIMARY KEY, term TEXT NOT NULL UNIQUE, df INTEGER NOT NULL);
         CREATE TABLE IF NOT EXISTS stats (id INTEGER PRIMARY KEY CHECK (id = 1), docs INTEGER NOT NULL, total_len INTEGER NOT NULL);
         INSERT OR IGNORE INTO stats (id, docs, total_len) VALUES (1, 0, 0);
@@ -600,6 +641,54 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
   async count(documentId?: string): Promise<number> {
     this.assertOpen();
     return documentId === undefined ? this.stmt.countAll.get()!.n : this.stmt.countDoc.get(documentId)!.n;
+  }
+
+  /**
+   * Whether a recluster is due under `policy`: the chunk ids written since the last one (ids above the last id it
+   * assigned; 0 before the first) reach both `minIds` and `ratio` × the ids it ordered. Two indexed reads.
+   */
+  reclusterDue(policy: ReclusterPolicy): boolean {
+    this.assertOpen();
+    if (!(policy.ratio > 0)) return false;
+    const upto = Number(this.db.prepare<[], string>("SELECT value FROM meta WHERE key = 'clustered_upto'").pluck(true).get() ?? 0);
+    const max = this.db.prepare<[], number>('SELECT COALESCE(MAX(id), 0) FROM chunks').pluck(true).get()!;
+    const fresh = max - upto;
+    return fresh >= policy.minIds && fresh >= policy.ratio * upto;
+  }
+
+  /**
+   * Renumbers the chunks so that the children a query's terms score highly sit together (ClusterKeys): children in
+   * clustered order get ids 1…C, parents C+1…, and every posting block and directory is rewritten for the new ids.
+   * Searches return exactly the same hits and scores (ids are internal: hits carry chunk ids, ties break on them);
+   * what changes is how many sub-blocks a search visits (scripts/bench/README.md, keyword-scale). Deleted chunks' ids
+   * are reclaimed on the way.
+   *
+   * One IMMEDIATE transaction: the new tables are written beside the old ones and swapped in at the end, so a crash
+   * at any point leaves the file as it was, and other connections' searches read their snapshot until the commit
+   * (then their term caches clear: `PRAGMA data_version`). Writers on this file wait — the keyword writer runs it
+   * between its write tasks, so ingestion pauses for its duration (progress logged every 10 s). Cost: one pass over
+   * the chunk rows and one over every posting block, linear in the index; run when the ids written since the last
+   * one reach a share of the index (reclusterDue), that is amortised to a constant number of rewrites per chunk.
+   * Disk: the old tables' pages are free (reused by later writes) after the commit, so the file grows to about
+   * twice its data at the first recluster and no further; the WAL holds the new tables until the checkpoint that
+   * follows (truncated then, when no reader holds it).
+   */
+  recluster(): ReclusterResult {
+    this.assertOpen();
+    const started = Date.now();
+    const result = this.write(() => this.reclusterTx(started));
+    this.termCache.clear();
+    try {
+      this.db.pragma('wal_checkpoint(TRUNCATE)');
+    } catch {
+      // a reader holds the WAL: it is reused as it is, and checkpointed later
+    }
+    result.ms = Date.now() - started;
+    this.log.info(
+      `reclustered ${this.file}: ${result.children} children (${result.keyed} grouped by topic) and ${result.parents} parents renumbered, ` +
+        `${result.postings} postings of ${result.terms} terms rewritten, in ${result.ms} ms`,
+    );
+    return result;
   }
 
   async close(): Promise<void> {
@@ -1021,16 +1110,7 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     }
     const started = Date.now();
     this.db.transaction(() => {
-      this.db.exec(`CREATE TABLE IF NOT EXISTS blocks (
-          term_id INTEGER NOT NULL,
-          block   INTEGER NOT NULL,
-          max_tf  INTEGER NOT NULL,
-          min_len INTEGER NOT NULL,
-          n       INTEGER NOT NULL,
-          sub     BLOB,
-          data    BLOB NOT NULL,
-          PRIMARY KEY (term_id, block)
-        ) WITHOUT ROWID`);
+      this.db.exec(blocksTable('blocks'));
       this.db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('block_bits', ?)").run(String(bits));
       if (!oldPostings) return;
       const chunkCols = new Set((this.db.prepare("SELECT name FROM pragma_table_info('chunks')").all() as Array<{ name: string }>).map((r) => r.name));
@@ -1055,7 +1135,7 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     let rows = 0;
     this.db.transaction(() => {
       if (this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'dirs'").get()) return; // another connection built it
-      this.db.exec(DIRS_TABLE);
+      this.db.exec(dirsTable('dirs'));
       // Every block's bounds are recomputed from its postings: format 3 kept 16 sub-blocks per block, format 4 has 64.
       const page = this.db
         .prepare<[number, number, number], [number, number, Buffer]>(
@@ -1299,6 +1379,136 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
       }
     }
     if (docs) this.stmt.addStats.run(docs, totalLen);
+  }
+
+  /** Every posting of term `termId` (small blocks' from its directory, large ones' from `blocks`), in no set order. */
+  private forEachPosting(termId: number, fn: (id: number, tf: number, len: number) => void): number {
+    const B = this.blockSize;
+    let n = 0;
+    const visit = (block: number, words: Uint32Array): void => {
+      const base = block * B;
+      for (let j = 0; j < words.length; j += 2) {
+        const tf = Math.floor(words[j]! / B);
+        fn(base + (words[j]! - tf * B), tf, words[j + 1]!);
+      }
+      n += words.length >>> 1;
+    };
+    for (const seg of this.stmt.directory.all(termId)) for (const e of readDirSegment(seg, [])) if (e[2]) visit(e[0], e[3]);
+    for (const [block, data] of this.stmt.termBlocks.all(termId)) visit(block, decodeWords(data));
+    return n;
+  }
+
+  /** recluster's transaction: keys, order, the new tables written beside the old ones, the swap. */
+  private reclusterTx(started: number): ReclusterResult {
+    const B = this.blockSize;
+    const st = this.stmt.stats.get()!;
+    const maxId = this.db.prepare<[], number>('SELECT COALESCE(MAX(id), 0) FROM chunks').pluck(true).get()!;
+    let logged = Date.now();
+    const progress = (what: string): void => {
+      if (Date.now() - logged < 10_000) return;
+      logged = Date.now();
+      this.log.info(`reclustering ${this.file}: ${what}, ${Math.round((Date.now() - started) / 1000)} s`);
+    };
+    // 1. Each child's two strongest mid-frequency terms.
+    const keys = new ClusterKeys(maxId + 1);
+    const avgdl = st.docs > 0 && st.total_len > 0 ? st.total_len / st.docs : 1;
+    const { K0, K1 } = this.norms(avgdl);
+    const maxDf = Math.max(CLUSTER_MIN_DF, Math.floor(st.docs * CLUSTER_MAX_DF_SHARE));
+    const eligible = this.db.prepare<[number, number], [number, number]>('SELECT id, df FROM terms WHERE df BETWEEN ? AND ? ORDER BY id').raw(true).all(CLUSTER_MIN_DF, maxDf);
+    eligible.forEach(([termId, df], i) => {
+      const idf = Math.log(1 + (st.docs - df + 0.5) / (df + 0.5));
+      this.forEachPosting(termId, (id, tf, len) => keys.add(id, termId, (idf * tf) / (tf + K0 + K1 * len)));
+      progress(`topic keys, ${i + 1} of ${eligible.length} terms`);
+    });
+    // 2. The new order: children clustered, then parents; newOf[old id] = new id.
+    const kinds = this.db.prepare<[], [number, string]>('SELECT id, kind FROM chunks ORDER BY id').raw(true).all();
+    const children: number[] = [];
+    const parents: number[] = [];
+    for (const [id, kind] of kinds) (kind === 'child' ? children : parents).push(id);
+    const order = keys.order(Uint32Array.from(children));
+    let keyed = 0;
+    const newOf = new Uint32Array(maxId + 1);
+    order.forEach((old, i) => (newOf[old] = i + 1));
+    parents.forEach((old, i) => (newOf[old] = order.length + i + 1));
+    for (const old of order) if (keys.hasKey(old)) keyed++;
+    // 3. The chunk rows under their new ids (appended in id order).
+    for (const t of ['chunks_r', 'blocks_r', 'dirs_r']) this.db.exec(`DROP TABLE IF EXISTS ${t}`);
+    this.db.exec(chunksTable('chunks_r'));
+    const getRow = this.db.prepare<[number], unknown[]>(`SELECT ${CHUNK_COLUMNS} FROM chunks WHERE id = ?`).raw(true);
+    const putRow = this.db.prepare(`INSERT INTO chunks_r (id, ${CHUNK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+    const copy = (old: number, id: number): void => {
+      putRow.run(id, ...getRow.get(old)!);
+      if ((id & 0xffff) === 0) progress(`chunk rows, ${id} of ${kinds.length}`);
+    };
+    order.forEach((old, i) => copy(old, i + 1));
+    parents.forEach((old, i) => copy(old, order.length + i + 1));
+    // 4. Every term's postings under the new ids, as blocks and directories (appended in (term, block) order).
+    this.db.exec(blocksTable('blocks_r'));
+    this.db.exec(dirsTable('dirs_r'));
+    const putBlock = this.db.prepare('INSERT INTO blocks_r (term_id, block, max_tf, min_len, n, sub, data) VALUES (?, ?, ?, ?, ?, NULL, ?)');
+    const putDir = this.db.prepare('INSERT INTO dirs_r (term_id, seg, data) VALUES (?, ?, ?)');
+    const termIds = this.db.prepare<[], number>('SELECT id FROM terms ORDER BY id').pluck(true).all();
+    let keysOf = new Float64Array(1024);
+    let postings = 0;
+    termIds.forEach((termId, t) => {
+      // Sorted by new id as one float64 key per posting: new id · 2^21 + its index in these lists (exact while ids are
+      // below 2^31 and the term has fewer than 2^21 postings; otherwise an index array is sorted, slower).
+      const ids: number[] = [];
+      const tfs: number[] = [];
+      const lens: number[] = [];
+      this.forEachPosting(termId, (id, tf, len) => {
+        ids.push(newOf[id]!);
+        tfs.push(tf);
+        lens.push(len);
+      });
+      const n = ids.length;
+      let idx: ArrayLike<number>;
+      if (n < 2 ** 21 && maxId < 2 ** 31) {
+        if (keysOf.length < n) keysOf = new Float64Array(Math.max(n, keysOf.length * 2));
+        const k = keysOf.subarray(0, n);
+        for (let j = 0; j < n; j++) k[j] = ids[j]! * 2 ** 21 + j;
+        k.sort();
+        idx = Uint32Array.from(k, (x) => x % 2 ** 21);
+      } else {
+        idx = Array.from({ length: n }, (_, j) => j).sort((a, b) => ids[a]! - ids[b]!);
+      }
+      let seg = -1;
+      let entries: DirEntry[] = [];
+      const flushSeg = (): void => {
+        if (entries.length) putDir.run(termId, seg, writeDirSegment(entries));
+        entries = [];
+      };
+      for (let p = 0; p < n; ) {
+        const block = Math.floor(ids[idx[p]!]! / B);
+        let q = p;
+        while (q < n && Math.floor(ids[idx[q]!]! / B) === block) q++;
+        const words = new Uint32Array(2 * (q - p));
+        for (let j = p; j < q; j++) {
+          const at = idx[j]!;
+          words[2 * (j - p)] = tfs[at]! * B + (ids[at]! - block * B);
+          words[2 * (j - p) + 1] = lens[at]!;
+        }
+        const { maxTf, minLen } = this.boundsOf(words);
+        const sub = this.subBoundsOf(words);
+        if (sub) putBlock.run(termId, block, maxTf, minLen, q - p, encodeWords(words));
+        if (block >>> DIR_SEG_BITS !== seg) {
+          flushSeg();
+          seg = block >>> DIR_SEG_BITS;
+        }
+        entries.push(dirEntry(block, maxTf, sub, words));
+        p = q;
+      }
+      flushSeg();
+      postings += n;
+      progress(`posting blocks, ${t + 1} of ${termIds.length} terms`);
+    });
+    // 5. The swap. Dropping a table drops its indexes; renaming one renames its UNIQUE constraint's index with it.
+    this.db.exec('DROP TABLE chunks; DROP TABLE blocks; DROP TABLE dirs');
+    this.db.exec('ALTER TABLE chunks_r RENAME TO chunks; ALTER TABLE blocks_r RENAME TO blocks; ALTER TABLE dirs_r RENAME TO dirs');
+    this.db.exec(CHUNKS_DOCUMENT_INDEX);
+    this.ensureVisibilityIndex();
+    this.db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('clustered_upto', ?)").run(String(kinds.length));
+    return { children: order.length, parents: parents.length, keyed, terms: termIds.length, postings, ms: 0 };
   }
 
   /** A block's postings plus new ones (both sorted by offset; a new posting replaces an old one at its offset). */

@@ -10,5 +10,11 @@ import type { KeywordIndex } from '@rag/ports';
 export async function withKeywordWriteWorker(index: KeywordIndex, config: AppConfig): Promise<KeywordIndex> {
   if (config.RAG_KEYWORD_INDEX !== 'embedded' || !config.RAG_KEYWORD_WRITE_WORKER) return index;
   const { OffloadedKeywordWrites } = await import('./offloaded-keyword-writes.adapter');
-  return new OffloadedKeywordWrites(index, { index: { dir: config.dataDir, synchronous: config.RAG_SQLITE_SYNCHRONOUS } });
+  return new OffloadedKeywordWrites(index, {
+    index: {
+      dir: config.dataDir,
+      synchronous: config.RAG_SQLITE_SYNCHRONOUS,
+      recluster: { ratio: config.RAG_KEYWORD_RECLUSTER_RATIO, minIds: config.RAG_KEYWORD_RECLUSTER_MIN_CHUNKS },
+    },
+  });
 }

@@ -6,19 +6,28 @@
  */
 import { workerData } from 'node:worker_threads';
 import type { Chunk } from '@rag/contracts';
-import { EmbeddedBm25KeywordIndex } from '../embedded-bm25';
+import { EmbeddedBm25KeywordIndex, type ReclusterPolicy, type ReclusterResult } from '../embedded-bm25';
 
 export interface KeywordWriterData {
   dir: string;
   synchronous?: 'FULL' | 'NORMAL';
   k1?: number;
   b?: number;
+  /** When to recluster (EmbeddedBm25KeywordIndex.reclusterDue), checked after each upsert; absent: never. */
+  recluster?: ReclusterPolicy;
 }
 
-export type KeywordWriteTask = { op: 'upsert'; chunks: Chunk[] } | { op: 'delete'; documentId: string; keepVersion?: number } | { op: 'close' };
+export type KeywordWriteTask =
+  | { op: 'upsert'; chunks: Chunk[] }
+  | { op: 'delete'; documentId: string; keepVersion?: number }
+  | { op: 'recluster' }
+  | { op: 'close' };
 
-/** What a task returns: the deleted count of a delete (0 for an upsert), or the write's own error. */
-export type KeywordWriteResult = { ok: true; count: number } | { ok: false; error: string; invalid?: boolean };
+/**
+ * What a task returns: the deleted count of a delete (0 otherwise), or the write's own error. An upsert after which a
+ * recluster is due says so (the caller queues one: its write is not held up by it); a recluster returns what it did.
+ */
+export type KeywordWriteResult = { ok: true; count: number; reclusterDue?: boolean; recluster?: ReclusterResult } | { ok: false; error: string; invalid?: boolean };
 
 /** Chunks per write transaction on this thread: in effect a whole task (see EmbeddedBm25KeywordIndexOptions.writeRunItems). */
 const WRITER_RUN_ITEMS = 1_000_000;
@@ -34,7 +43,7 @@ function problemOf(task: unknown): string | null {
     if (t['keepVersion'] !== undefined && !Number.isInteger(t['keepVersion'])) return 'keepVersion must be an integer';
     return null;
   }
-  if (t['op'] === 'close') return null;
+  if (t['op'] === 'close' || t['op'] === 'recluster') return null;
   return `unknown op ${JSON.stringify(t['op'])}`;
 }
 
@@ -63,8 +72,9 @@ export default async function keywordWriteTask(task: unknown): Promise<KeywordWr
     const t = task as Exclude<KeywordWriteTask, { op: 'close' }>;
     if (t.op === 'upsert') {
       await index.upsert(t.chunks);
-      return { ok: true, count: 0 };
+      return data.recluster && index.reclusterDue(data.recluster) ? { ok: true, count: 0, reclusterDue: true } : { ok: true, count: 0 };
     }
+    if (t.op === 'recluster') return { ok: true, count: 0, recluster: index.recluster() };
     return { ok: true, count: await index.deleteDocument(t.documentId, t.keepVersion) };
   } catch (err) {
     return { ok: false, error: err instanceof Error ? err.message : String(err) };

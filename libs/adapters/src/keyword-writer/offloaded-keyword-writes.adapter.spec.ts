@@ -1,9 +1,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import type { Chunk } from '@rag/contracts';
 import { metrics, setLogLevel } from '@rag/platform';
-import { EmbeddedBm25KeywordIndex } from '../embedded-bm25';
+import { EmbeddedBm25KeywordIndex, type ReclusterPolicy } from '../embedded-bm25';
 import { keywordChunk, keywordCorpus, keywordRequests, keywordScope } from '../embedded-bm25/keyword-cases.fixture';
 import keywordWriteTask from './keyword-writer.worker';
 import { OffloadedKeywordWrites } from './offloaded-keyword-writes.adapter';
@@ -14,6 +15,24 @@ const scope = keywordScope;
 const chunk = (doc: string, version: number, ordinal: number, text: string, extra: Partial<Chunk> = {}): Chunk => keywordChunk(doc, ordinal, text, extra, version);
 const corpus = keywordCorpus;
 const requests = keywordRequests;
+
+/** rag_keyword_reclusters_total by outcome. */
+async function reclusterCounts(): Promise<Record<string, number>> {
+  const out: Record<string, number> = {};
+  for (const v of (await metrics.keywordReclusters.get()).values) out[String(v.labels.outcome)] = v.value;
+  return out;
+}
+
+/** `n` one-chunk documents on 6 topics of 30 words each (so topic words are in ≥ 30 chunks and group them). */
+const topical = (prefix: string, n: number): Chunk[] =>
+  Array.from({ length: n }, (_, i) => chunk(`${prefix}${i}`, 1, 0, Array.from({ length: 8 }, (_, j) => `topic${i % 6}word${(i * 7 + j * 13) % 30}`).join(' ') + ' shared filler text'));
+
+const clusteredUpto = (dir: string): string | undefined => {
+  const db = new Database(join(dir, 'keyword.db'), { readonly: true });
+  const row = db.prepare("SELECT value FROM meta WHERE key = 'clustered_upto'").get() as { value: string } | undefined;
+  db.close();
+  return row?.value;
+};
 
 /** rag_keyword_writes_total by thread and op, as /metrics would show it. */
 async function writeCounts(): Promise<Record<string, number>> {
@@ -33,10 +52,10 @@ function tempDir(): string {
   dirs.push(dir);
   return dir;
 }
-function setup(workerFile?: string) {
+function setup(workerFile?: string, recluster?: ReclusterPolicy) {
   const dir = tempDir();
   const inner = new EmbeddedBm25KeywordIndex({ dir });
-  const index = new OffloadedKeywordWrites(inner, { index: { dir }, ...(workerFile ? { workerFile } : {}) });
+  const index = new OffloadedKeywordWrites(inner, { index: { dir, ...(recluster ? { recluster } : {}) }, ...(workerFile ? { workerFile } : {}) });
   opened.push(index);
   return { dir, inner, index };
 }
@@ -135,6 +154,48 @@ describe('OffloadedKeywordWrites (embedded BM25 writes on a worker thread)', () 
     expect(await index.count()).toBe(corpus.length + 1);
     const after = await writeCounts();
     expect((after['main_retry/upsert'] ?? 0) - (before['main_retry/upsert'] ?? 0)).toBe(1);
+  });
+
+  it('reclusters on the writer thread once due, after the upsert that made it due returned; writes sent meanwhile run after it; same hits', async () => {
+    const { dir, index } = setup(undefined, { ratio: 0.5, minIds: 2000 });
+    const reference = new EmbeddedBm25KeywordIndex({ dir: tempDir() });
+    opened.push(reference);
+    const before = await reclusterCounts();
+    await index.upsert(topical('a', 1999));
+    expect(clusteredUpto(dir)).toBeUndefined(); // 1,999 ids < minIds
+    await index.upsert(topical('b', 1));
+    // the upsert that made it due has returned; the recluster is queued behind it, not done yet
+    expect((await reclusterCounts())['done'] ?? 0).toBe(before['done'] ?? 0);
+    const late = topical('c', 10);
+    await index.upsert(late); // waits for the recluster (one writer, in order)
+    expect((await reclusterCounts())['done']).toBe((before['done'] ?? 0) + 1);
+    expect(clusteredUpto(dir)).toBe('2000');
+    await reference.upsert([...topical('a', 1999), ...topical('b', 1), ...late]);
+    const queries = ['topic1word3 topic1word4', 'topic2word7 shared', 'topic5word0', 'topic0word1 topic3word2 filler'];
+    for (const query of queries) expect(await index.search({ query, k: 20, scope })).toEqual(await reference.search({ query, k: 20, scope }));
+    expect(await index.count()).toBe(2010);
+    expect(index.stats().main_retry).toBe(0);
+  });
+
+  it('close() during a recluster abandons it: rolled back, the writes queued behind it refused, nothing else lost', async () => {
+    const { dir, index } = setup(undefined, { ratio: 0.5, minIds: 6000 });
+    const before = await reclusterCounts();
+    await index.upsert(topical('a', 6000));
+    const behind = index.upsert(topical('b', 5)).then(
+      () => 'written',
+      (e: Error) => e.message,
+    );
+    while (!index.reclustering) await new Promise((r) => setTimeout(r, 1));
+    await index.close();
+    expect(await behind).toMatch(/closed before this write ran/);
+    expect((await reclusterCounts())['abandoned']).toBe((before['abandoned'] ?? 0) + 1);
+    expect(clusteredUpto(dir)).toBeUndefined(); // rolled back
+    const reopened = new EmbeddedBm25KeywordIndex({ dir });
+    opened.push(reopened);
+    expect(await reopened.count()).toBe(6000);
+    const req = { query: 'topic4word9 topic4word2 shared', k: 10, scope };
+    expect(reopened.searchWithStats(req).hits).toEqual(reopened.searchExhaustive(req));
+    expect(reopened.reclusterDue({ ratio: 0.5, minIds: 6000 })).toBe(true);
   });
 
   it('close() lets the writes in flight finish; later writes are refused', async () => {

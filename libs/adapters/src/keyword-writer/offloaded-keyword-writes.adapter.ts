@@ -26,6 +26,9 @@ interface QueuedWrite {
   alone?: boolean;
 }
 
+/** After a recluster failed, the next is not tried for this long (it would redo its work up to the same failure). */
+const RECLUSTER_BACKOFF_MS = 15 * 60_000;
+
 /** Most chunks in one merged upsert (one transaction on the writer). */
 export const MAX_MERGED_CHUNKS = 2048;
 
@@ -59,7 +62,13 @@ function mergedChunks(batch: QueuedWrite[]): Chunk[] {
  *   fails (exits, cannot start), the write is run again on `inner` — upserts and deletes are idempotent, so a write
  *   the dead thread had committed is simply written again — counted as `main_retry` and logged;
  * - the thread starts on the first write: a process that only searches never starts it;
- * - close() waits for the writes in flight, closes the writer's connection, then `inner`.
+ * - recluster (when `index.recluster` is set): an upsert after which one is due (reclusterDue) says so, and a
+ *   recluster task is queued behind the writes already waiting — the upsert's caller is not held up, later writes wait
+ *   for it (one transaction; searches go on). Logged and counted (rag_keyword_reclusters_total); one that fails is
+ *   rolled back and not tried again for 15 minutes; it never runs on the main thread;
+ * - close() waits for the writes in flight, closes the writer's connection, then `inner` — except a recluster in
+ *   flight, which is abandoned (the thread is stopped; SQLite rolls the transaction back) rather than hold up a
+ *   shutdown for minutes: the writes queued behind it are rejected (not written; a bus redelivers them).
  */
 export class OffloadedKeywordWrites implements KeywordIndex {
   private readonly log = new Logger('keyword-writer');
@@ -72,6 +81,10 @@ export class OffloadedKeywordWrites implements KeywordIndex {
   /** Tasks sent to the writer (merged upserts count once). */
   private tasks = 0;
   private readonly counts: Record<WriteThread, number> = { worker: 0, main_retry: 0 };
+  /** A recluster is queued or running. */
+  private reclusterPending = false;
+  private reclusterRunning = false;
+  private reclusterNotBefore = 0;
 
   constructor(
     private readonly inner: KeywordIndex,
@@ -83,6 +96,11 @@ export class OffloadedKeywordWrites implements KeywordIndex {
   /** Writes by the thread that ran them (also in rag_keyword_writes_total). */
   stats(): Record<WriteThread, number> {
     return { ...this.counts };
+  }
+
+  /** A recluster is running on the writer thread now (keyword writes wait for it). */
+  get reclustering(): boolean {
+    return this.reclusterRunning;
   }
 
   /** Tasks sent to the writer thread so far (upserts merged into one task count once). */
@@ -156,11 +174,44 @@ export class OffloadedKeywordWrites implements KeywordIndex {
     return batch;
   }
 
+  /** Queues a recluster behind the writes waiting (see the class comment); nobody awaits it. */
+  private queueRecluster(): void {
+    if (this.reclusterPending || this.closed || Date.now() < this.reclusterNotBefore) return;
+    this.reclusterPending = true;
+    const started = Date.now();
+    const done = (outcome: 'done' | 'failed' | 'abandoned', err?: unknown): void => {
+      this.reclusterPending = false;
+      this.reclusterRunning = false;
+      metrics.keywordReclusters.inc({ outcome });
+      if (outcome === 'done') metrics.keywordReclusterSeconds.set((Date.now() - started) / 1000);
+      if (outcome === 'failed') {
+        this.reclusterNotBefore = Date.now() + RECLUSTER_BACKOFF_MS;
+        this.log.error('keyword index recluster failed (rolled back; tried again when due, in 15 minutes at the earliest)', { error: String(err) });
+      }
+      if (outcome === 'abandoned') this.log.warn('keyword index recluster abandoned: the index closed during it (rolled back; it runs again when due)');
+    };
+    this.queue.push({
+      task: { op: 'recluster' },
+      onMain: async () => {
+        // never on the main thread: minutes of synchronous work would stall every request
+        throw new Error('the keyword writer thread failed during a recluster');
+      },
+      resolve: () => done('done'),
+      reject: (err) => done(this.closed ? 'abandoned' : 'failed', err),
+    });
+    this.sendNext();
+  }
+
   private async send(batch: QueuedWrite[]): Promise<void> {
     const task: WriteTask = batch.length === 1 ? batch[0]!.task : { op: 'upsert', chunks: mergedChunks(batch) };
     let result: KeywordWriteResult;
+    if (task.op === 'recluster' && this.closed) {
+      batch[0]!.reject(new Error('keyword index closed before the recluster started'));
+      return;
+    }
     try {
       this.tasks++;
+      if (task.op === 'recluster') this.reclusterRunning = true;
       // plain data only across the thread boundary
       result = await this.poolOf().run(task);
     } catch (err) {
@@ -168,9 +219,13 @@ export class OffloadedKeywordWrites implements KeywordIndex {
         for (const w of batch) w.reject(new Error('keyword index was closed during a write', { cause: err }));
         return;
       }
+      if (task.op === 'recluster') {
+        batch[0]!.reject(err);
+        return;
+      }
       this.log.warn('keyword writer thread failed; writing on the main thread', { op: task.op, writes: batch.length, error: String(err) });
       for (const w of batch) {
-        this.record('main_retry', w.task.op);
+        this.record('main_retry', w.task.op as 'upsert' | 'delete');
         await w.onMain().then(w.resolve, w.reject);
       }
       return;
@@ -185,10 +240,15 @@ export class OffloadedKeywordWrites implements KeywordIndex {
       batch[0]!.reject(result.invalid ? new TypeError(result.error) : new Error(result.error));
       return;
     }
+    if (task.op === 'recluster') {
+      batch[0]!.resolve(0);
+      return;
+    }
     for (const w of batch) {
-      this.record('worker', w.task.op);
+      this.record('worker', w.task.op as 'upsert' | 'delete');
       w.resolve(result.count);
     }
+    if (result.reclusterDue) this.queueRecluster();
   }
 
   async upsert(chunks: Chunk[]): Promise<void> {
@@ -217,6 +277,13 @@ export class OffloadedKeywordWrites implements KeywordIndex {
     if (!this.closed) {
       // No new writes; the ones in flight finish (their callers are told how they ended), then the writer's connection closes.
       this.closed = true;
+      if (this.reclusterRunning && this.pool) {
+        // Abandon it (see the class comment): the writes queued behind it are not run.
+        for (const w of this.queue.splice(0)) w.reject(new Error('keyword index was closed before this write ran (behind a recluster, abandoned)'));
+        const pool = this.pool;
+        this.pool = undefined;
+        await pool.destroy();
+      }
       await Promise.allSettled([...this.pending]);
       if (this.pool) {
         await this.pool.run({ op: 'close' }).catch(() => undefined);

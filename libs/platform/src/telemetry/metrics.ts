@@ -141,6 +141,17 @@ export const metrics = {
     labelNames: ['thread', 'op'] as const,
     registers: [metricsRegistry],
   }),
+  keywordReclusters: new Counter({
+    name: 'rag_keyword_reclusters_total',
+    help: 'Embedded keyword index: reclusters (chunks renumbered by topic on the keyword writer, RAG_KEYWORD_RECLUSTER_RATIO) by outcome: done, failed (rolled back; tried again when due, after 15 minutes), abandoned (the process closed during one; rolled back)',
+    labelNames: ['outcome'] as const,
+    registers: [metricsRegistry],
+  }),
+  keywordReclusterSeconds: new Gauge({
+    name: 'rag_keyword_recluster_last_seconds',
+    help: 'Embedded keyword index: how long the last recluster took (keyword writes wait meanwhile)',
+    registers: [metricsRegistry],
+  }),
   feedback: new Counter({
     name: 'rag_feedback_total',
     help: 'Feedback by rating',
