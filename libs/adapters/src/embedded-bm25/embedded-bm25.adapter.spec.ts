@@ -860,6 +860,16 @@ describe('EmbeddedBm25KeywordIndex', () => {
     expect(s.reclusterDue({ ratio: 0.5, minIds: 1 })).toBe(false); // 499 < 0.5 × 1,000
     await s.upsert([chunk('two', 1, 0, 'more words')]);
     expect(s.reclusterDue({ ratio: 0.5, minIds: 1 })).toBe(true);
+    // emptied and filled again below the last recluster's ids: new chunks reuse ids from 1, counted from 0
+    s.recluster();
+    const db = new Database(s.file);
+    const docs = db.prepare('SELECT DISTINCT document_id AS d FROM chunks').pluck(true).all() as string[];
+    db.close();
+    for (const d of docs) await s.deleteDocument(d);
+    expect(await s.count()).toBe(0);
+    await s.upsert(topicalCorpus(600, 3).map((c, i) => ({ ...c, chunk_id: `r${i}#v1#0`, document_id: `r${i}` })));
+    expect(s.reclusterDue({ ratio: 0.5, minIds: 700 })).toBe(false);
+    expect(s.reclusterDue({ ratio: 0.5, minIds: 600 })).toBe(true); // 600 ids < the 1,500 of the last recluster
   });
 
   it('rejects use after close, and close is idempotent', async () => {

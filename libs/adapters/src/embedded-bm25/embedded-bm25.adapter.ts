@@ -499,6 +499,9 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     this.db = openSqlite(this.file, opts.synchronous);
     try {
       this.db.pragma(`mmap_size = ${mmap}`);
+      // A recluster writes the whole index into the WAL; once checkpointed, the file is cut back to this when the WAL
+      // restarts instead of keeping its largest size on disk.
+      this.db.pragma(`journal_size_limit = ${64 * 2 ** 20}`);
       this.db.exec(`
         ${chunksTable('chunks')};
         ${CHUNKS_DOCUMENT_INDEX};
@@ -650,8 +653,9 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
   reclusterDue(policy: ReclusterPolicy): boolean {
     this.assertOpen();
     if (!(policy.ratio > 0)) return false;
-    const upto = Number(this.db.prepare<[], string>("SELECT value FROM meta WHERE key = 'clustered_upto'").pluck(true).get() ?? 0);
+    let upto = Number(this.db.prepare<[], string>("SELECT value FROM meta WHERE key = 'clustered_upto'").pluck(true).get() ?? 0);
     const max = this.db.prepare<[], number>('SELECT COALESCE(MAX(id), 0) FROM chunks').pluck(true).get()!;
+    if (max < upto) upto = 0; // the highest ids were deleted since, and new chunks reuse ids below them: count from 0
     const fresh = max - upto;
     return fresh >= policy.minIds && fresh >= policy.ratio * upto;
   }
@@ -1422,10 +1426,10 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
       progress(`topic keys, ${i + 1} of ${eligible.length} terms`);
     });
     // 2. The new order: children clustered, then parents; newOf[old id] = new id.
-    const kinds = this.db.prepare<[], [number, string]>('SELECT id, kind FROM chunks ORDER BY id').raw(true).all();
     const children: number[] = [];
     const parents: number[] = [];
-    for (const [id, kind] of kinds) (kind === 'child' ? children : parents).push(id);
+    for (const [id, kind] of this.db.prepare<[], [number, string]>('SELECT id, kind FROM chunks ORDER BY id').raw(true).iterate()) (kind === 'child' ? children : parents).push(id);
+    const rows = children.length + parents.length;
     const order = keys.order(Uint32Array.from(children));
     let keyed = 0;
     const newOf = new Uint32Array(maxId + 1);
@@ -1439,7 +1443,7 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     const putRow = this.db.prepare(`INSERT INTO chunks_r (id, ${CHUNK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
     const copy = (old: number, id: number): void => {
       putRow.run(id, ...getRow.get(old)!);
-      if ((id & 0xffff) === 0) progress(`chunk rows, ${id} of ${kinds.length}`);
+      if ((id & 0xffff) === 0) progress(`chunk rows, ${id} of ${rows}`);
     };
     order.forEach((old, i) => copy(old, i + 1));
     parents.forEach((old, i) => copy(old, order.length + i + 1));
@@ -1508,7 +1512,7 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     this.db.exec('ALTER TABLE chunks_r RENAME TO chunks; ALTER TABLE blocks_r RENAME TO blocks; ALTER TABLE dirs_r RENAME TO dirs');
     this.db.exec(CHUNKS_DOCUMENT_INDEX);
     this.ensureVisibilityIndex();
-    this.db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('clustered_upto', ?)").run(String(kinds.length));
+    this.db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('clustered_upto', ?)").run(String(rows));
     return { children: order.length, parents: parents.length, keyed, terms: termIds.length, postings, ms: 0 };
   }
 
