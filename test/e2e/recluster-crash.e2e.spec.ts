@@ -11,6 +11,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { loadConfig, type AppConfig } from '@rag/platform';
+import { reindexCommand } from '../../apps/cli/src/reindex';
+import { api, removeDir, startServer, waitForStatus } from './harness';
 
 const root = join(__dirname, '../..');
 const DOCS = 600;
@@ -155,5 +158,42 @@ describe('keyword index recluster, killed with SIGKILL', () => {
     // and reclusters ran again, to completion, on the restarted platform (the redelivered writes made them due)
     expect(second.logs()).toMatch(/"msg":"reclustered /);
     await stop(second);
+  });
+});
+
+describe('rag reindex --recluster', () => {
+  it('renumbers a stopped platform\'s keyword index: the same keyword hits before and after', { timeout: 240_000 }, async () => {
+    // (the data folder lock that makes it refuse a running `rag start` is the embedded one, keyed by process: this
+    // test's server runs in the test's own process, so it stops the server first)
+    const dataDir = mkdtempSync(join(tmpdir(), 'rag-recluster-cli-'));
+    const config = (o: Partial<AppConfig> = {}): AppConfig => loadConfig({ RAG_EMBEDDER: 'hashing', RAG_DATA_DIR: dataDir, RAG_PORT: '0', RAG_HOST: '127.0.0.1' }, o);
+    const lines: string[] = [];
+    const queries = ['turbine3 blade14 cooling', 'shock21 wave', 'marker77q', 'nozzle5 exhaust9 plume13', 'rotor vortex'];
+    const hits = async (server: Awaited<ReturnType<typeof startServer>>) =>
+      Promise.all(queries.map(async (query) => (await api<{ results: unknown[] }>(server, 'POST', '/v1/retrieve', { query, top_k: 10, mode: 'keyword' })).body.results));
+    try {
+      let server = await startServer(dataDir);
+      let before: unknown[][];
+      try {
+        const all = Array.from({ length: 300 }, (_, i) => doc(i));
+        for (let i = 0; i < all.length; i += 100) expect((await api(server, 'POST', '/v1/documents:batch', { documents: all.slice(i, i + 100) })).status).toBe(202);
+        for (const d of all) await waitForStatus(server, d.id, 'indexed');
+        before = await hits(server);
+      } finally {
+        await server.stop();
+      }
+      await reindexCommand(config, (x) => lines.push(x)).parseAsync(['--recluster'], { from: 'user' });
+      const summary = JSON.parse(lines[0]!) as Record<string, number>;
+      expect(summary).toMatchObject({ children: 300, parents: 300 });
+      server = await startServer(dataDir);
+      try {
+        expect(await hits(server)).toEqual(before);
+        expect(before.every((r) => r.length > 0)).toBe(true);
+      } finally {
+        await server.stop();
+      }
+    } finally {
+      removeDir(dataDir);
+    }
   });
 });
