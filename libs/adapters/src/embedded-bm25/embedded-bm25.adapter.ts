@@ -47,8 +47,11 @@ import { documentRuns, WRITE_RUN_ITEMS, yieldToLoop } from '../sqlite/write-runs
  *   A block write rewrites its `dirs` row, and its `blocks` row when large.
  * - `chunks_visibility`: an index over (id, tenant, document_id, version, chunk_id, acl), so a search's filter check
  *   reads neither the chunk rows nor their JSON (see ensureVisibilityIndex; added without a format change).
- * - `stats`: child count and total length (→ avgdl); `meta`: the block size. Statistics are global across tenants,
- *   as in a shared Lucene index.
+ * - `stats`: child count and total length (→ avgdl); `meta`: the block size, and `clustered_upto` (the ids the last
+ *   recluster ordered; see recluster). Statistics are global across tenants, as in a shared Lucene index.
+ * Chunk ids: a new chunk gets the next rowid (ingestion order); a recluster renumbers every chunk so that children
+ * about the same things are neighbours (the bounds of a 64-id sub-block then come from related chunks and prune far
+ * more), without a format change.
  * Older files are migrated on open, in one transaction: format 1/2 kept one row per posting (`postings`), format 2
  * also per-term bounds; the postings are packed into blocks (one pass in (term, chunk) order) and the table dropped.
  * Format 3 kept every block, small ones too, as a `blocks` row (the directory was a range scan over them); `dirs` is
