@@ -788,7 +788,9 @@ describe('EmbeddedBm25KeywordIndex', () => {
     const reqs = topicQueries(r, 60).map((query, i) => ({ query, k: [1, 10, 50][i % 3]!, scope: scopes[i % 3]!, filters: i % 5 === 0 ? { n: { lt: 2000 } } : undefined }));
     const before = reqs.map((q) => s.searchWithStats(q));
     for (const q of reqs) reader.searchWithStats(q); // fills the reader's term cache with the old ids' blocks
-    const maxIdBefore = (new Database(s.file, { readonly: true }).prepare('SELECT MAX(id) AS m FROM chunks').get() as { m: number }).m;
+    const peek = new Database(s.file, { readonly: true });
+    const maxIdBefore = (peek.prepare('SELECT MAX(id) AS m FROM chunks').get() as { m: number }).m;
+    peek.close();
     const rows = await s.count();
 
     const result = s.recluster();

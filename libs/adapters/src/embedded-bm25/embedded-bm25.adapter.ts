@@ -473,6 +473,8 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     getMany: Database.Statement<[string], { chunk_id: string; body: string }>;
     countAll: Database.Statement<[], { n: number }>;
     countDoc: Database.Statement<[string], { n: number }>;
+    maxId: Database.Statement<[], number>;
+    clusteredUpto: Database.Statement<[], string>;
   };
 
   static async open(opts: EmbeddedBm25KeywordIndexOptions): Promise<EmbeddedBm25KeywordIndex> {
@@ -546,6 +548,8 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
         getMany: this.db.prepare('SELECT chunk_id, body FROM chunks WHERE chunk_id IN (SELECT value FROM json_each(?))'),
         countAll: this.db.prepare('SELECT COUNT(*) AS n FROM chunks'),
         countDoc: this.db.prepare('SELECT COUNT(*) AS n FROM chunks WHERE document_id = ?'),
+        maxId: this.db.prepare<[], number>('SELECT COALESCE(MAX(id), 0) FROM chunks').pluck(true),
+        clusteredUpto: this.db.prepare<[], string>("SELECT value FROM meta WHERE key = 'clustered_upto'").pluck(true),
       };
     } catch (e) {
       this.db.close();
@@ -656,8 +660,8 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
   reclusterDue(policy: ReclusterPolicy): boolean {
     this.assertOpen();
     if (!(policy.ratio > 0)) return false;
-    let upto = Number(this.db.prepare<[], string>("SELECT value FROM meta WHERE key = 'clustered_upto'").pluck(true).get() ?? 0);
-    const max = this.db.prepare<[], number>('SELECT COALESCE(MAX(id), 0) FROM chunks').pluck(true).get()!;
+    let upto = Number(this.stmt.clusteredUpto.get() ?? 0);
+    const max = this.stmt.maxId.get()!;
     if (max < upto) upto = 0; // the highest ids were deleted since, and new chunks reuse ids below them: count from 0
     const fresh = max - upto;
     return fresh >= policy.minIds && fresh >= policy.ratio * upto;
@@ -764,20 +768,8 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
   private exhaustive(terms: QueryTerm[], avgdl: number, k: number, req: KeywordSearchRequest): KeywordHit[] {
     const { K0, K1 } = this.norms(avgdl);
     const acc = new Map<number, number>();
-    for (const t of terms) {
-      const small: Array<[number, Uint32Array]> = [];
-      for (const seg of this.stmt.directory.all(t.id)) for (const e of readDirSegment(seg, [])) if (e[2]) small.push([e[0], e[3]]);
-      const large = this.stmt.termBlocks.all(t.id).map(([block, data]): [number, Uint32Array] => [block, decodeWords(data)]);
-      for (const [block, words] of [...large, ...small]) {
-        const base = block * this.blockSize;
-        for (let j = 0; j < words.length; j += 2) {
-          const w0 = words[j]!;
-          const tf = Math.floor(w0 / this.blockSize);
-          const id = base + (w0 - tf * this.blockSize);
-          acc.set(id, (acc.get(id) ?? 0) + (t.w * tf) / (tf + K0 + K1 * words[j + 1]!));
-        }
-      }
-    }
+    // a chunk has one posting per term, so the order of a term's postings does not change the per-chunk sums
+    for (const t of terms) this.forEachPosting(t.id, (id, tf, len) => acc.set(id, (acc.get(id) ?? 0) + (t.w * tf) / (tf + K0 + K1 * len)));
     const filter = this.filterFor(req);
     const out: KeywordHit[] = [];
     const ids = [...acc.keys()];
@@ -1388,28 +1380,28 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     if (docs) this.stmt.addStats.run(docs, totalLen);
   }
 
-  /** Every posting of term `termId` (small blocks' from its directory, large ones' from `blocks`), in no set order. */
-  private forEachPosting(termId: number, fn: (id: number, tf: number, len: number) => void): number {
+  /**
+   * Every posting of term `termId` as (chunk id, tf, chunk length): small blocks' from its directory, large ones' from
+   * `blocks`, in no set order (the exhaustive evaluation and a recluster read whole posting lists this way).
+   */
+  private forEachPosting(termId: number, fn: (id: number, tf: number, len: number) => void): void {
     const B = this.blockSize;
-    let n = 0;
     const visit = (block: number, words: Uint32Array): void => {
       const base = block * B;
       for (let j = 0; j < words.length; j += 2) {
         const tf = Math.floor(words[j]! / B);
         fn(base + (words[j]! - tf * B), tf, words[j + 1]!);
       }
-      n += words.length >>> 1;
     };
     for (const seg of this.stmt.directory.all(termId)) for (const e of readDirSegment(seg, [])) if (e[2]) visit(e[0], e[3]);
     for (const [block, data] of this.stmt.termBlocks.all(termId)) visit(block, decodeWords(data));
-    return n;
   }
 
   /** recluster's transaction: keys, order, the new tables written beside the old ones, the swap. */
   private reclusterTx(started: number): ReclusterResult {
     const B = this.blockSize;
     const st = this.stmt.stats.get()!;
-    const maxId = this.db.prepare<[], number>('SELECT COALESCE(MAX(id), 0) FROM chunks').pluck(true).get()!;
+    const maxId = this.stmt.maxId.get()!;
     this.log.info(`reclustering ${this.file}: renumbering ${maxId} chunk ids by topic (keyword writes wait; ≈ 8,000 chunks/s)`);
     let logged = Date.now();
     const progress = (what: string): void => {

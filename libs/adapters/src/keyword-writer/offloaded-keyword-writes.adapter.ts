@@ -21,6 +21,7 @@ type WriteTask = Exclude<KeywordWriteTask, { op: 'close' }>;
 interface QueuedWrite {
   task: WriteTask;
   onMain: () => Promise<number>;
+  /** Settles the write: a delete with its count, an upsert with 0, a recluster with its duration in ms. */
   resolve: (count: number) => void;
   reject: (err: unknown) => void;
   alone?: boolean;
@@ -178,12 +179,10 @@ export class OffloadedKeywordWrites implements KeywordIndex {
   private queueRecluster(): void {
     if (this.reclusterPending || this.closed || Date.now() < this.reclusterNotBefore) return;
     this.reclusterPending = true;
-    const started = Date.now();
     const done = (outcome: 'done' | 'failed' | 'abandoned', err?: unknown): void => {
       this.reclusterPending = false;
       this.reclusterRunning = false;
       metrics.keywordReclusters.inc({ outcome });
-      if (outcome === 'done') metrics.keywordReclusterSeconds.set((Date.now() - started) / 1000);
       if (outcome === 'failed') {
         this.reclusterNotBefore = Date.now() + RECLUSTER_BACKOFF_MS;
         this.log.error('keyword index recluster failed (rolled back; tried again when due, in 15 minutes at the earliest)', { error: String(err) });
@@ -196,7 +195,11 @@ export class OffloadedKeywordWrites implements KeywordIndex {
         // never on the main thread: minutes of synchronous work would stall every request
         throw new Error('the keyword writer thread failed during a recluster');
       },
-      resolve: () => done('done'),
+      // what the writer measured (the time it ran, not the time it waited behind the writes queued before it)
+      resolve: (ms) => {
+        metrics.keywordReclusterSeconds.set(ms / 1000);
+        done('done');
+      },
       reject: (err) => done(this.closed ? 'abandoned' : 'failed', err),
     });
     this.sendNext();
@@ -241,7 +244,7 @@ export class OffloadedKeywordWrites implements KeywordIndex {
       return;
     }
     if (task.op === 'recluster') {
-      batch[0]!.resolve(0);
+      batch[0]!.resolve(result.recluster?.ms ?? 0);
       return;
     }
     for (const w of batch) {
