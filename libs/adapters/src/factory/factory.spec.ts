@@ -2,6 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '@rag/platform';
+import { HashingEmbedder } from '../hashing-embedder';
+import { WorkerHashingEmbedder } from '../hashing-embedder/worker-hashing-embedder';
 import { createEmbedder, embeddingSpace, onnxModelNames, prepareModels, storeTimeoutMs } from './factory';
 
 describe('storeTimeoutMs', () => {
@@ -32,6 +34,25 @@ describe('createEmbedder (onnx) with a model missing', () => {
       rmSync(modelsDir, { recursive: true, force: true });
     }
   });
+});
+
+describe('createEmbedder (hashing)', () => {
+  it('hashes passages on a worker thread by default (RAG_HASHING_WORKER), on the calling thread with false — the same vectors', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'rag-hashing-'));
+    const worker = await createEmbedder(loadConfig({ RAG_EMBEDDER: 'hashing', RAG_EMBEDDING_DIM: '64', RAG_DATA_DIR: dataDir }));
+    const inline = await createEmbedder(loadConfig({ RAG_EMBEDDER: 'hashing', RAG_EMBEDDING_DIM: '64', RAG_DATA_DIR: dataDir, RAG_HASHING_WORKER: 'false' }));
+    try {
+      expect(worker).toBeInstanceOf(WorkerHashingEmbedder);
+      expect(inline).toBeInstanceOf(HashingEmbedder);
+      expect(worker.modelId).toBe(inline.modelId);
+      const texts = ['wing root bending load', '尤金袋鼠分布在澳大利亚南部地区'];
+      expect(await worker.embed(texts, 'passage')).toEqual(await inline.embed(texts, 'passage'));
+      expect((worker as WorkerHashingEmbedder).stats().inWorker).toBe(1);
+    } finally {
+      await worker.close?.();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });
 
 describe('embeddingSpace', () => {

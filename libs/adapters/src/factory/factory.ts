@@ -104,6 +104,8 @@ export async function createEmbedder(config: AppConfig): Promise<Embedder> {
       // vector on every new chunk). Measured 2026-12-06 (`bench ingest`, hashing, full Cranfield, cached and uncached
       // alternating, 7 pairs): 1.23× the chunks/s uncached (median; 1.16–1.36× in 6 of 7 pairs), and at ≈ 1M chunks the
       // cache file had grown to 4.5 GB, a third of the data folder, for vectors recomputed in under a millisecond.
+      // Passages on a worker thread (RAG_HASHING_WORKER): imported here, so piscina loads only where it is used.
+      if (config.RAG_HASHING_WORKER) return new (await import('../hashing-embedder/worker-hashing-embedder')).WorkerHashingEmbedder({ dim: config.RAG_EMBEDDING_DIM });
       return new HashingEmbedder({ dim: config.RAG_EMBEDDING_DIM });
     case 'onnx':
       inner = await createOnnxEmbedder(config);

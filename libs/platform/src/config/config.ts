@@ -88,6 +88,12 @@ export const ConfigSchema = z.object({
    */
   RAG_ONNX_WORKER: bool(true),
   /**
+   * With RAG_EMBEDDER=hashing: hash passages on one worker thread (default), so an embedded ingestion's hashing runs
+   * on the second core instead of the event loop that also runs the bus, chunking and the HNSW insert; queries are
+   * hashed on the calling thread. Same vectors either way. `false`: everything on the calling thread.
+   */
+  RAG_HASHING_WORKER: bool(true),
+  /**
    * With a `+` model pair: `script` embeds each passage only with the model(s) of its script (an English passage
    * costs one English-model run; a share under 10 % is ignored), `both` embeds every passage with both models (the
    * old space: a Chinese query could reach English passages through the Chinese model's weak English). Different
