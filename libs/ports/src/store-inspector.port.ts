@@ -19,6 +19,11 @@ export interface StoreCounts {
   registryDocuments: number | null;
   /** Sum of the child-chunk counts of the registry's documents that have an active (query-visible) version. */
   registryIndexedChunks: number | null;
+  /**
+   * Documents queued or being processed: their chunks may already be in the stores (the indexer writes them before the
+   * registry records them), so they explain stores holding more than registryIndexedChunks.
+   */
+  registryPendingDocuments: number | null;
   /** Searchable (child) chunks in the keyword index. */
   keywordChunks: number | null;
   /** Vectors (child chunks) in the vector store of the current embedding space. */

@@ -50,7 +50,7 @@ describe('SqliteStoreInspector', () => {
     const r = await new SqliteStoreInspector(targets(dir)).inspect('quick');
     expect(r.files.filter((f) => !f.ok)).toEqual([]);
     expect(r.files.every((f) => f.exists)).toBe(true);
-    expect(r.counts).toMatchObject({ registryDocuments: 0, registryIndexedChunks: 0, keywordChunks: 0, vectorRecords: 0 });
+    expect(r.counts).toMatchObject({ registryDocuments: 0, registryIndexedChunks: 0, registryPendingDocuments: 0, keywordChunks: 0, vectorRecords: 0 });
   });
 
   it('missing and 0-byte files are new stores (counted as empty), not problems', async () => {

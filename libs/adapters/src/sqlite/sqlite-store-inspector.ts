@@ -151,7 +151,7 @@ export class SqliteStoreInspector implements StoreInspector {
   async inspect(mode: 'quick' | 'full' | 'none'): Promise<StoreInspection> {
     const started = Date.now();
     const files: StoreFileReport[] = [];
-    const counts: StoreCounts = { registryDocuments: null, registryIndexedChunks: null, keywordChunks: null, vectorRecords: null, files: {} };
+    const counts: StoreCounts = { registryDocuments: null, registryIndexedChunks: null, registryPendingDocuments: null, keywordChunks: null, vectorRecords: null, files: {} };
     for (const t of this.targets) {
       const report = this.inspectFile(t, mode, counts);
       if (report.exists) this.seen.add(t.file);
@@ -209,7 +209,7 @@ export class SqliteStoreInspector implements StoreInspector {
   }
 
   async counts(): Promise<StoreCounts> {
-    const counts: StoreCounts = { registryDocuments: null, registryIndexedChunks: null, keywordChunks: null, vectorRecords: null, files: {} };
+    const counts: StoreCounts = { registryDocuments: null, registryIndexedChunks: null, registryPendingDocuments: null, keywordChunks: null, vectorRecords: null, files: {} };
     for (const t of this.targets) {
       if (t.store !== 'registry' && t.store !== 'keyword' && t.store !== 'vectors') continue;
       if (!fs.existsSync(t.file)) {
@@ -273,10 +273,15 @@ export class SqliteStoreInspector implements StoreInspector {
     const has = (table: string) => db !== null && db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(table) !== undefined;
     if (store === 'registry') {
       const r = has('documents')
-        ? db!.prepare<[], { n: number; c: number }>('SELECT COUNT(*) AS n, COALESCE(SUM(CASE WHEN active_version > 0 THEN chunks ELSE 0 END), 0) AS c FROM documents').get()!
-        : { n: 0, c: 0 };
+        ? db!
+            .prepare<[], { n: number; c: number; p: number }>(
+              "SELECT COUNT(*) AS n, COALESCE(SUM(CASE WHEN active_version > 0 THEN chunks ELSE 0 END), 0) AS c, COALESCE(SUM(CASE WHEN status IN ('queued', 'processing') THEN 1 ELSE 0 END), 0) AS p FROM documents",
+            )
+            .get()!
+        : { n: 0, c: 0, p: 0 };
       counts.registryDocuments = r.n;
       counts.registryIndexedChunks = r.c;
+      counts.registryPendingDocuments = r.p;
     } else if (store === 'keyword') {
       counts.keywordChunks = has('stats') ? (db!.prepare<[], { docs: number }>('SELECT docs FROM stats WHERE id = 1').get()?.docs ?? 0) : 0;
     } else {
