@@ -76,7 +76,7 @@ export function assessCounts(counts: StoreCounts, allowEmptyRegistry: boolean): 
     if (Math.abs(diff) <= tolerance) continue;
     const line = `${file ?? what} holds ${n} ${what} where the registry counts ${indexed} indexed chunks (${diff > 0 ? '+' : ''}${diff})`;
     const inFlight = diff > 0 && (pending ?? 0) > 0;
-    const gross = !inFlight && Math.abs(diff) >= COUNT_TOLERANCE.absolute && (n < indexed / 2 || n > indexed * 2);
+    const gross = Math.abs(diff) >= COUNT_TOLERANCE.absolute && (n < indexed / 2 || n > indexed * 2);
     if (inFlight) {
       warnings.push(`${line}: ${pending} documents are queued or being indexed, whose chunks may be in the store before the registry records them`);
     } else if (gross) {
@@ -92,6 +92,16 @@ export function assessCounts(counts: StoreCounts, allowEmptyRegistry: boolean): 
   return { problems, warnings };
 }
 
+/** `counts` with the counts of damaged stores unknown (null): counts from a damaged file mean nothing. */
+function withoutDamaged(counts: StoreCounts, damaged: ReadonlySet<string>): StoreCounts {
+  return {
+    ...counts,
+    ...(damaged.has('registry') ? { registryDocuments: null, registryIndexedChunks: null, registryPendingDocuments: null } : {}),
+    ...(damaged.has('keyword') ? { keywordChunks: null } : {}),
+    ...(damaged.has('vectors') ? { vectorRecords: null } : {}),
+  };
+}
+
 /** The verdict over one inspection (pure): every damaged file and every consistency problem. */
 export function assessInspection(inspection: StoreInspection, opts: Pick<IntegrityOptions, 'mode' | 'allowEmptyRegistry'>, now = new Date()): IntegrityReport {
   const problems: IntegrityProblem[] = inspection.files
@@ -99,12 +109,7 @@ export function assessInspection(inspection: StoreInspection, opts: Pick<Integri
     .map((f) => ({ store: f.store, file: f.file, message: f.problem ?? `${f.file} failed its check` }));
   // Counts from a damaged file mean nothing; the consistency rules only run over readable stores.
   const damaged = new Set(problems.map((p) => p.store));
-  const counts: StoreCounts = {
-    ...inspection.counts,
-    ...(damaged.has('registry') ? { registryDocuments: null, registryIndexedChunks: null, registryPendingDocuments: null } : {}),
-    ...(damaged.has('keyword') ? { keywordChunks: null } : {}),
-    ...(damaged.has('vectors') ? { vectorRecords: null } : {}),
-  };
+  const counts = withoutDamaged(inspection.counts, damaged);
   const c = assessCounts(counts, opts.allowEmptyRegistry);
   problems.push(...c.problems);
   return { ok: problems.length === 0, problems, warnings: c.warnings, counts, mode: opts.mode, checked_at: now.toISOString(), ms: inspection.ms };
@@ -154,15 +159,7 @@ export class StoreIntegrityService {
     if (!this.cachedCounts || Date.now() - this.cachedCounts.at > ttl) this.cachedCounts = { at: Date.now(), counts: await this.inspector.counts() };
     const counts = this.cachedCounts.counts;
     const damaged = new Set(problems.map((p) => p.store));
-    const c = assessCounts(
-      {
-        ...counts,
-        ...(damaged.has('registry') ? { registryDocuments: null, registryIndexedChunks: null, registryPendingDocuments: null } : {}),
-        ...(damaged.has('keyword') ? { keywordChunks: null } : {}),
-        ...(damaged.has('vectors') ? { vectorRecords: null } : {}),
-      },
-      this.opts.allowEmptyRegistry,
-    );
+    const c = assessCounts(withoutDamaged(counts, damaged), this.opts.allowEmptyRegistry);
     for (const p of c.problems) if (!problems.some((q) => q.message === p.message)) problems.push(p);
     return {
       ready: problems.length === 0,
