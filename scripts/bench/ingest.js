@@ -78,11 +78,16 @@ async function childTexts(docs, cfg) {
   return texts;
 }
 
-/** The configured embedder alone over `texts`: one batch of RAG_EMBEDDING_BATCH after another (a first batch unmeasured). */
-async function measureEmbedderAlone(texts, cfg) {
+/**
+ * The configured embedder alone over the child-chunk texts of `docs`: one batch of RAG_EMBEDDING_BATCH after another
+ * (a first batch unmeasured).
+ */
+async function measureEmbedderAlone(docs) {
   const { createEmbedder } = c.requireDist('libs/adapters/src/index.js');
   const dataDir = p.tempDataDir('embed-alone'); // model embedders cache in it: fresh, so every text is a miss as in the pipeline
-  const embedder = await createEmbedder({ ...cfg, dataDir });
+  const cfg = p.embeddedConfig({ dataDir });
+  const texts = await childTexts(docs, cfg);
+  const embedder = await createEmbedder(cfg);
   try {
     const batch = cfg.RAG_EMBEDDING_BATCH;
     await embedder.embed(texts.slice(0, batch), 'passage'); // start-up (a worker thread, a model session)
@@ -133,11 +138,8 @@ async function run(argv) {
     if (useEmbedded) {
       const r = { round, ...(await measureEmbedded(corpus, opts, round)) };
       if (opts.embedderAlone) {
-        const cfg = p.embeddedConfig({ dataDir: p.tempDataDir('cfg') });
-        p.removeDir(cfg.dataDir);
-        const texts = await childTexts(p.cranfieldDocs(corpus, `bench-ingest-r${round}:`), cfg);
-        r.embedder_alone = await measureEmbedderAlone(texts, cfg);
-        c.log(`embedded: the embedder alone (${r.embedder_alone.embedder}): ${r.embedder_alone.chunks_per_s.toFixed(1)} chunks/s over ${texts.length} chunk texts`);
+        r.embedder_alone = await measureEmbedderAlone(p.cranfieldDocs(corpus, `bench-ingest-r${round}:`));
+        c.log(`embedded: the embedder alone (${r.embedder_alone.embedder}): ${r.embedder_alone.chunks_per_s.toFixed(1)} chunks/s over ${r.embedder_alone.texts} chunk texts`);
       }
       runs.push(r);
     }
