@@ -75,6 +75,53 @@ describe('SqliteStoreInspector', () => {
     );
   });
 
+  it('reads the registry counts from the registry\'s counters, the same figures as a scan; an older file without them is scanned', async () => {
+    const dir = tmp();
+    const registry = new SqliteRegistry({ dir, synchronous: 'NORMAL' });
+    const upsert = (id: string, tenant: string) => ({ change: { document_id: id, tenant, op: 'upsert' as const } });
+    await registry.acceptMany([upsert('a', 't1'), upsert('b', 't1'), upsert('c', 't2'), upsert('d', 't2'), upsert('e', 't3')]);
+    await registry.markIndexed('a', 1, 'h1', 4);
+    await registry.markIndexed('c', 1, 'h2', 6);
+    await registry.markProcessing('b', 1);
+    await registry.markFailed('e', 1, 'x');
+    await registry.accept({ document_id: 'c', tenant: 't2', op: 'upsert' });
+    await registry.markIndexed('c', 2, 'h3', 2);
+    await registry.accept({ document_id: 'a', tenant: 't1', op: 'delete' });
+    await registry.markDeleted('a', 2);
+    await registry.accept({ document_id: 'd', tenant: 't2', op: 'upsert' });
+    await registry.close();
+    const file = join(dir, 'registry.db');
+    const raw = new Database(file);
+    const scan = raw
+      .prepare(
+        "SELECT COUNT(*) AS registryDocuments, SUM(CASE WHEN active_version > 0 THEN chunks ELSE 0 END) AS registryIndexedChunks, SUM(CASE WHEN status IN ('queued', 'processing') THEN 1 ELSE 0 END) AS registryPendingDocuments FROM documents",
+      )
+      .get();
+    expect(scan).toEqual({ registryDocuments: 5, registryIndexedChunks: 2, registryPendingDocuments: 2 });
+    const inspector = new SqliteStoreInspector([{ store: 'registry', file }]);
+    const registryCounts = async () => {
+      const [inspected, counted] = [(await inspector.inspect('quick')).counts, await inspector.counts()];
+      expect(counted).toEqual(inspected);
+      const { registryDocuments, registryIndexedChunks, registryPendingDocuments } = counted;
+      return { registryDocuments, registryIndexedChunks, registryPendingDocuments };
+    };
+    expect(await registryCounts()).toEqual(scan);
+
+    // The figures come from the counters, not from the documents: a (deliberately) wrong total shows through.
+    raw.exec('UPDATE document_chunk_totals SET active_chunks = 1000');
+    expect((await registryCounts()).registryIndexedChunks).toBe(1000);
+    // A file without the totals row, or made by a version with only the status counts, or none: scanned, same figures.
+    raw.exec('DELETE FROM document_chunk_totals');
+    expect(await registryCounts()).toEqual(scan);
+    raw.exec('DROP TRIGGER document_chunk_totals_insert; DROP TRIGGER document_chunk_totals_update; DROP TRIGGER document_chunk_totals_delete; DROP TABLE document_chunk_totals');
+    expect(await registryCounts()).toEqual(scan);
+    raw.exec('DROP TRIGGER document_counts_insert; DROP TRIGGER document_counts_update; DROP TRIGGER document_counts_delete; DROP TABLE document_counts');
+    raw.close();
+    const inspected = await inspector.inspect('quick');
+    expect(inspected.files.filter((f) => !f.ok)).toEqual([]); // an older registry still passes the schema check
+    expect(await registryCounts()).toEqual(scan);
+  });
+
   it('ping notices a file overwritten under the running service', async () => {
     const dir = tmp();
     await new SqliteRegistry({ dir }).close();
