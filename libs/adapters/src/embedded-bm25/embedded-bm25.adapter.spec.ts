@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import Database from 'better-sqlite3';
 import type { Chunk, FilterCondition, Filters, Metadata, SearchScope } from '@rag/contracts';
 import { matches, seededRandom as rng } from '@rag/domain';
-import { EmbeddedBm25KeywordIndex, type EmbeddedBm25KeywordIndexOptions } from './embedded-bm25.adapter';
+import { EmbeddedBm25KeywordIndex, type EmbeddedBm25KeywordIndexOptions, type KeywordSearchStats } from './embedded-bm25.adapter';
 import { testChunkOf } from '@rag/contracts';
 
 const chunk = (doc: string, version: number, ordinal: number, text: string, extra: Partial<Chunk> = {}): Chunk =>
@@ -468,7 +468,7 @@ describe('EmbeddedBm25KeywordIndex', () => {
     let pruned = 0;
     for (let trial = 0; trial < 150; trial++) {
       const query = Array.from({ length: 1 + Math.floor(r() * 8) }, () => words[Math.floor(r() * words.length)]!).join(' ');
-      const req = { query, k: [1, 3, 10, 50][trial % 4]!, scope: scopes[Math.floor(r() * scopes.length)]!, filters: filterChoices[Math.floor(r() * filterChoices.length)] };
+      const req = { query, k: [1, 3, 10, 50, 100][trial % 5]!, scope: scopes[Math.floor(r() * scopes.length)]!, filters: filterChoices[Math.floor(r() * filterChoices.length)] };
       const { hits, stats } = s.searchWithStats(req);
       if (stats.postingsRead < stats.postingsTotal) pruned++;
       const exact = s.searchExhaustive(req);
@@ -476,6 +476,22 @@ describe('EmbeddedBm25KeywordIndex', () => {
       hits.forEach((h, i) => expect(h.score).toBeCloseTo(exact[i]!.score, 9));
     }
     expect(pruned).toBeGreaterThan(20); // the comparison covers pruned searches, not only exhaustive ones
+  });
+
+  it('reuses its search buffers from one search to the next: a long query, then short ones, then long again give what a fresh connection gives', async () => {
+    const s = make({ blockBits: 5 });
+    await s.upsert(zipfCorpus(1500, 17));
+    // The bound buffers are sized terms × sub-blocks: a 12-term query leaves slots a 1-term query must not read as bounds.
+    const long = 'w0x w1x w2x w3x w5x w8x w13x w21x w34x w55x w89x wbx';
+    const queries = [long, 'w3x', 'w40x w7ax', long, 'w0x', 'wbx w2x'];
+    // Stale bounds would only be too high (results stay exact, pruning weakens), so the work counts are compared too.
+    const work = (st: KeywordSearchStats) => ({ blocksTotal: st.blocksTotal, blocksVisited: st.blocksVisited, postingsRead: st.postingsRead, filterChecks: st.filterChecks });
+    const got = queries.map((query) => s.searchWithStats({ query, k: 20, scope }));
+    for (const [i, query] of queries.entries()) {
+      const fresh = make({ blockBits: 5 }, dir).searchWithStats({ query, k: 20, scope }); // its own connection, buffers never used
+      expect({ query, hits: got[i]!.hits, work: work(got[i]!.stats) }).toEqual({ query, hits: fresh.hits, work: work(fresh.stats) });
+      expect(got[i]!.hits.map((h) => h.chunk_id)).toEqual(s.searchExhaustive({ query, k: 20, scope }).map((h) => h.chunk_id));
+    }
   });
 
   it('a query whose bound slots would exceed maxBoundSlots is evaluated exhaustively: same hits, memory bounded', async () => {

@@ -274,6 +274,8 @@ const ORDER_BUCKETS = 4096;
 const CLUSTER_MIN_DF = 30;
 /** Nor do terms in more than this share of the children (they are in every group). */
 const CLUSTER_MAX_DF_SHARE = 0.05;
+/** Largest search buffer (float64 slots: 16 MB) a connection keeps for its next search (scratchUb). */
+const SCRATCH_KEEP_SLOTS = 2 ** 21;
 /** Default of maxBoundSlots: above this many (term, sub-block) bound slots a search evaluates exhaustively instead. */
 const MAX_BOUND_SLOTS = 2 ** 24;
 const HALF_MAX = 0xffff;
@@ -434,6 +436,9 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
   private readonly db: Database.Database;
   private closed = false;
   private readonly searchCache = new Map<string, Database.Statement>();
+  /** Reused search buffers (scratchUb, scratchBound). */
+  private ubScratch: Float64Array = new Float64Array(0);
+  private boundScratch: Float64Array = new Float64Array(0);
   /** Decoded directories and large blocks of recent query terms (see TermCache), valid for `cacheVersion`. */
   private readonly termCache: TermCache<DirEntry[], PackedBlocks>;
   private readonly onTermCacheStats: EmbeddedBm25KeywordIndexOptions['onTermCacheStats'];
@@ -754,14 +759,28 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
    * so the lookups read that compact index instead of the chunk rows (each holds the chunk's whole JSON, so every
    * candidate would be a page of its own); a metadata filter needs the row anyway, and reads it directly.
    */
-  private filterFor(req: KeywordSearchRequest): (ids: number[]) => Array<{ id: number; chunk_id: string; document_id: string; version: number }> {
+  private filterFor(
+    req: KeywordSearchRequest,
+    width?: number,
+  ): (ids: number[]) => Array<{ id: number; chunk_id: string; document_id: string; version: number }> {
     const where = scopeAndFiltersSql('c', req.scope, req.filters);
     const covered = Object.keys(req.filters ?? {}).every((key) => key === 'document_id');
-    const stmt = this.cached(
-      `SELECT c.id, c.chunk_id, c.document_id, c.version FROM chunks c${covered ? ` INDEXED BY ${VISIBILITY_INDEX}` : ''} ` +
-        `WHERE c.id IN (SELECT value FROM json_each(@ids)) AND ${where.sql}`,
-    );
-    return (ids) => stmt.all({ ...where.params, ids: JSON.stringify(ids) }) as Array<{ id: number; chunk_id: string; document_id: string; version: number }>;
+    const head = `SELECT c.id, c.chunk_id, c.document_id, c.version FROM chunks c${covered ? ` INDEXED BY ${VISIBILITY_INDEX}` : ''} WHERE c.id IN `;
+    type Row = { id: number; chunk_id: string; document_id: string; version: number };
+    if (width !== undefined) {
+      // Batches of at most `width` ids (the pruned search's): bound as that many `?`s, the missing ones NULL (matches
+      // nothing), which SQLite reads as a list it sorts once — ≈ 15 % less per id at 1M chunks than parsing the
+      // same ids from JSON with json_each (3.1 against 3.6 µs, measured on a 1.4M-row file).
+      const stmt = this.cached(`${head}(${new Array<string>(width).fill('?').join(', ')}) AND ${where.sql}`);
+      const args = new Array<number | null>(width);
+      return (ids) => {
+        if (ids.length > width) throw new RangeError(`filter batch of ${ids.length} ids over its width ${width}`);
+        for (let j = 0; j < width; j++) args[j] = j < ids.length ? ids[j]! : null;
+        return stmt.all(where.params, ...args) as Row[];
+      };
+    }
+    const stmt = this.cached(`${head}(SELECT value FROM json_each(@ids)) AND ${where.sql}`);
+    return (ids) => stmt.all({ ...where.params, ids: JSON.stringify(ids) }) as Row[];
   }
 
   /** Every posting of the query terms scored, every scored chunk filtered, sorted (inside the caller's transaction). */
@@ -819,7 +838,7 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     /**
      * termUb[key·nt + i]: term i's bound in sub-block `key` (block·subCount + sub), 0 when absent — key-major, so that
      * a visited sub-block's bounds are one cache line instead of one line per term. Dense, so its size is
-     * terms × sub-blocks: ≈ 5 MB for a 10-term question at 1M chunks (transient, per search). A query whose slots would
+     * terms × sub-blocks: ≈ 5 MB for a 10-term question at 1M chunks (one buffer the connection reuses, scratchUb). A query whose slots would
      * exceed maxBoundSlots (2^24 by default, 128 MB: ~1,000 distinct terms at 1M chunks) is evaluated exhaustively
      * instead — same results, memory bounded by the postings; a sparse per-term list would avoid that, not built.
      */
@@ -827,11 +846,18 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
       stats.exhaustive = true;
       return this.exhaustive(terms, avgdl, k, req);
     }
-    const termUb = new Float64Array(nt * nSub);
+    const termUb = this.scratchUb(nt * nSub);
     /** Decoded posting words per (term i, block) at i·nBlocks + block, fetched at most once per search. */
     const words = new Array<Uint32Array | undefined>(nt * nBlocks).fill(undefined);
+    // Per sub-block the bound: Σ of the terms' bounds, in term order. Summed term by term as each term's bounds are set
+    // (bound[key] receives term 0's, then term 1's… — the same additions in the same order, so the same floats as a
+    // pass over every (sub-block, term) slot), which touches only the slots a term has: the dense pass over all
+    // terms × sub-blocks was ≈ 10 % of a search's JavaScript at 1M chunks.
+    const bound = this.scratchBound(nSub);
+    const subsOfTerm = new Uint32Array(nt);
     for (let i = 0; i < nt; i++) {
       const w = terms[i]!.w;
+      let subs = 0;
       for (const [block, maxTf, isData, payload, bounds] of dirs[i]!) {
         const at = block * subCount;
         if (isData) {
@@ -844,33 +870,32 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
             const slot = (at + ((ws[j]! & mask) >>> S)) * nt + i;
             if (ub > termUb[slot]!) termUb[slot] = ub;
           }
+          // the block's postings are offset-sorted: each sub-block's are adjacent, so its (final) bound is added once
+          let last = -1;
+          for (let j = 0; j < ws.length; j += 2) {
+            const key = at + ((ws[j]! & mask) >>> S);
+            if (key === last) continue;
+            last = key;
+            bound[key] = bound[key]! + termUb[key * nt + i]!;
+            subs++;
+          }
         } else {
           const sub = bounds ?? new Uint16Array(payload.buffer, payload.byteOffset, payload.length * 2);
           for (let q = 0; q < subCount; q++) {
             let tf = sub[2 * q]!;
             if (tf === 0) continue;
             if (tf === HALF_MAX) tf = maxTf; // saturated: the block's own maximum bounds it
-            termUb[(at + q) * nt + i] = (w * tf) / (tf + K0 + K1 * sub[2 * q + 1]!);
+            const ub = (w * tf) / (tf + K0 + K1 * sub[2 * q + 1]!);
+            termUb[(at + q) * nt + i] = ub;
+            bound[at + q] = bound[at + q]! + ub;
+            subs++;
           }
         }
       }
+      subsOfTerm[i] = subs;
     }
-    // Per sub-block the bound: Σ of the terms' bounds, in term order.
-    const bound = new Float64Array(nSub);
-    const subsOfTerm = new Uint32Array(nt);
     let present = 0;
     let maxBound = 0;
-    for (let key = 0, slot = 0; key < nSub; key++) {
-      let sum = 0;
-      for (let i = 0; i < nt; i++, slot++) {
-        const u = termUb[slot]!;
-        if (u > 0) {
-          subsOfTerm[i]!++;
-          sum += u; // in term order, as before: the same float sum
-        }
-      }
-      bound[key] = sum;
-    }
     for (let key = 0; key < nSub; key++) {
       if (bound[key]! > 0) present++;
       if (bound[key]! > maxBound) maxBound = bound[key]!;
@@ -895,7 +920,8 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
 
     const visitedOfTerm = new Uint32Array(nt);
 
-    const filter = this.filterFor(req);
+    const step = Math.max(k, 64);
+    const filter = this.filterFor(req, step);
     const best: Hit[] = [];
     const theta = (): number => (best.length >= k ? best[k - 1]!.score : -Infinity);
     const offer = (h: Hit): void => {
@@ -916,7 +942,6 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     const touched: number[] = [];
     const inSub: number[] = [];
     const suffix = new Float64Array(nt + 1);
-    const step = Math.max(k, 64);
     // 3. Candidates (chunks that could enter the top k) wait in `pending` and are checked against the filter in SQL in
     //    batches, best first, only as far as they can still enter: one statement per sub-block would cost more than
     //    the sub-block's scoring. Until the top k is full every sub-block's candidates are checked at once (θ must rise).
@@ -977,7 +1002,10 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
           let ws: Uint32Array | undefined;
           let from = 0;
           let to = 0;
-          if (!holds(pk, block, subCount)) {
+          // Whether `pk` holds the block, read from the sub-block's own end offset (the line read next anyway) instead
+          // of the block's last one (holds()): the term has a posting in this sub-block (its bound is > 0), so a held
+          // block's end offset here is above 0 and an absent one's is 0 — one cache miss fewer per (sub-block, term).
+          if (!(pk !== undefined && block < pk.nb && pk.starts[at + q + 1]! !== 0)) {
             ws = words[i * nBlocks + block];
             if (ws === undefined) {
               if (lookups[i]! === -Infinity) continue; // every block of the term was read: it has no posting here
@@ -1051,6 +1079,33 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     flush();
     stats.fullScans = visitedOfTerm.filter((v, i) => v === subsOfTerm[i]).length;
     return best.map((h) => ({ chunk_id: h.chunk_id, document_id: h.document_id, version: h.version, score: h.score }));
+  }
+
+  /**
+   * A search's bound slots (terms × sub-blocks, zeroed), reused from one search to the next: a connection runs one
+   * search at a time (each is synchronous), and a fresh ≈ 5 MB array per search at 1M chunks cost its page faults and
+   * garbage collection every time. Buffers above SCRATCH_KEEP_SLOTS are allocated for the search and not kept, so one
+   * long pasted query does not pin its memory for the connection's life.
+   */
+  private scratchUb(n: number): Float64Array {
+    const a = this.scratch(this.ubScratch, n);
+    if (a.length <= SCRATCH_KEEP_SLOTS) this.ubScratch = a;
+    return a;
+  }
+
+  /** The per-sub-block bounds (zeroed), reused like scratchUb. */
+  private scratchBound(n: number): Float64Array {
+    const a = this.scratch(this.boundScratch, n);
+    if (a.length <= SCRATCH_KEEP_SLOTS) this.boundScratch = a;
+    return a;
+  }
+
+  /** `kept` zeroed over [0, n) when it is large enough, else a new zeroed array (grown geometrically up to the cap). */
+  private scratch(kept: Float64Array, n: number): Float64Array {
+    if (n > SCRATCH_KEEP_SLOTS) return new Float64Array(n);
+    if (kept.length < n) return new Float64Array(Math.min(SCRATCH_KEEP_SLOTS, Math.max(n, 2 * kept.length)));
+    kept.fill(0, 0, n);
+    return kept;
   }
 
   private cached(sql: string): Database.Statement {
