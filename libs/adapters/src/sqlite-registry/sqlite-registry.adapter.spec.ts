@@ -153,6 +153,57 @@ describe('SqliteRegistry', () => {
     const m = await r.activeVersions(['a', 'b', 'missing']);
     expect([...m.entries()]).toEqual([['a', 1]]);
     expect((await r.activeVersions([])).size).toBe(0);
+
+    // Re-indexed (c: v2 replaces v1), a new version pending or failed (d, e: the previous one stays active), deleted
+    // (f), never indexed (b: queued, g: failed), unknown, and an id asked twice.
+    await r.acceptMany(['c', 'd', 'e', 'f', 'g'].map((id) => ({ change: upsert(id) })));
+    await r.markIndexedMany(['c', 'd', 'e', 'f'].map((id) => ({ documentId: id, version: 1, contentHash: HASH_A, chunks: 2 })));
+    await r.accept(upsert('c'));
+    await r.markIndexed('c', 2, HASH_B, 3);
+    await r.accept(upsert('d'));
+    await r.accept(upsert('e'));
+    await r.markFailed('e', 2, 'parse error');
+    await r.accept({ document_id: 'f', tenant: 't1', op: 'delete' });
+    await r.markDeleted('f', 2);
+    await r.markFailed('g', 1, 'parse error');
+    const all = await r.activeVersions(['a', 'b', 'c', 'd', 'e', 'f', 'g', 'missing', 'c']);
+    expect(Object.fromEntries(all)).toEqual({ a: 1, c: 2, d: 1, e: 1 });
+  });
+
+  /** EXPLAIN QUERY PLAN of the statement activeVersions runs (its own SQL, so an edit of either is checked). */
+  const activeVersionsPlan = (r: SqliteRegistry): string[] => {
+    const sql = (r as unknown as { stmt: { active: Database.Statement } }).stmt.active.source;
+    const db = new Database(path.join(dir, 'registry.db'), { readonly: true });
+    try {
+      return (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(JSON.stringify(['a', 'b'])) as { detail: string }[]).map((p) => p.detail);
+    } finally {
+      db.close();
+    }
+  };
+
+  it('reads active versions from the covering index alone, not the documents rows', async () => {
+    const r = make();
+    await r.acceptMany(['a', 'b', 'c'].map((id) => ({ change: upsert(id) })));
+    await r.markIndexed('a', 1, HASH_A, 1);
+    const plan = activeVersionsPlan(r);
+    expect(plan).toContainEqual(expect.stringMatching(/^SEARCH documents USING COVERING INDEX documents_active \(document_id=\?/));
+    expect(plan.filter((d) => /\bdocuments\b/.test(d))).toHaveLength(1); // no second lookup of the table
+  });
+
+  it('adds the covering index to a registry made before it, on open', async () => {
+    const first = make();
+    await first.accept(upsert('a'));
+    await first.markIndexed('a', 1, HASH_A, 1);
+    await first.accept(upsert('b'));
+    await first.close();
+    const old = new Database(path.join(dir, 'registry.db'));
+    old.exec('DROP INDEX documents_active');
+    old.close();
+    const r = make();
+    expect(activeVersionsPlan(r)).toContainEqual(expect.stringMatching(/USING COVERING INDEX documents_active/));
+    expect(Object.fromEntries(await r.activeVersions(['a', 'b']))).toEqual({ a: 1 });
+    make(); // opening it again changes nothing
+    expect(Object.fromEntries(await r.activeVersions(['a', 'b']))).toEqual({ a: 1 });
   });
 
   it('counts by status, per tenant or overall, with every status present', async () => {

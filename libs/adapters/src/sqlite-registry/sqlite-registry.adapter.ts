@@ -183,6 +183,15 @@ export class SqliteRegistry implements Registry {
         DROP INDEX IF EXISTS documents_status;
         CREATE INDEX IF NOT EXISTS documents_tenant_status_updated ON documents (tenant, status, updated_at, seq);
         CREATE UNIQUE INDEX IF NOT EXISTS documents_seq ON documents (seq);
+        -- activeVersions (every /v1/retrieve and /v1/query fences its candidates with it) reads only document_id and
+        -- active_version: with this covering index each id is one descent of a narrow index instead of the primary-key
+        -- index plus a read of the wide row (acl, metadata, title, hashes). At 290k documents, 150 random ids: 0.64 ms
+        -- -> 0.28 ms per call (≈ 2 % of a request's CPU at 1M chunks, on the event loop). The price is one more index
+        -- entry per document (≈ 7 MB at 290k), written on insert and when active_version changes (markIndexed,
+        -- markDeleted: ≈ 40 -> 46 µs per random-id update at 290k). A registry made before it gets it on open (one
+        -- CREATE INDEX: 0.2–0.3 s at 290k documents; a second process racing to it waits for the write lock and then
+        -- finds it). sqlite-registry.adapter.spec.ts checks that the query plan uses it.
+        CREATE INDEX IF NOT EXISTS documents_active ON documents (document_id, active_version);
         CREATE TABLE IF NOT EXISTS feedback (
           id         INTEGER PRIMARY KEY,
           trace_id   TEXT NOT NULL,
@@ -237,6 +246,7 @@ export class SqliteRegistry implements Registry {
         deleted: this.db.prepare(
           `UPDATE documents SET status = 'deleted', active_version = 0, chunks = 0, content_hash = NULL, error = NULL, ${touch} ${latest}`,
         ),
+        // Answered from the covering index documents_active alone (see the schema above).
         active: this.db.prepare(
           'SELECT document_id, active_version FROM documents WHERE document_id IN (SELECT value FROM json_each(?)) AND active_version > 0',
         ),
