@@ -494,6 +494,45 @@ describe('EmbeddedBm25KeywordIndex', () => {
     }
   });
 
+  it('trusts the filter once the first full top k all passed: the rest are checked together at the end, same hits; one failing there runs the search again', async () => {
+    // one tenant, every chunk public: the filter passes everything, so only the first k and the final candidates are checked
+    const s = make({ blockBits: 5 });
+    await s.upsert(zipfCorpus(3000, 23, () => ({ acl: ['*'] })));
+    const checking = make({ blockBits: 5, trustFilter: false }, dir);
+    const req = { query: 'w0x w3x w7ax w11x w2x', k: 10, scope: { tenant: 't1', principals: ['g1'] } };
+    const trusted = s.searchWithStats(req);
+    const each = checking.searchWithStats(req);
+    expect(trusted.stats.filterTrusted).toBe(true);
+    expect(trusted.stats.filterRetried).toBeUndefined();
+    expect(each.stats.filterTrusted).toBeUndefined();
+    expect(trusted.hits).toEqual(each.hits);
+    expect(trusted.hits).toEqual(s.searchExhaustive(req));
+    expect(trusted.stats.filterChecks).toBeLessThan(each.stats.filterChecks);
+
+    // Another tenant's chunks that rank between the first full top k and the best possible: trusted, then the final check
+    // finds them failing where it matters (fewer than k passing candidates at or above θ), and the search runs again.
+    // Sub-blocks of 2 chunk ids (blockBits 5): A (alpha ×4 in 64 words) beside B (alpha once, 1 word) bound their
+    // sub-block at tf 4 and length 1 (0.88 × idf) though A scores 0.74 and B 0.64; C (another tenant, alpha ×2 in 2
+    // words) scores 0.78; D (alpha ×2 in 20 words) 0.71. Visit order: the 7 A/B sub-blocks (the first 5 fill the top 10:
+    // all pass, trusted), then the Cs (θ rises to A's 0.73), and the Ds' sub-blocks are skipped (0.71 < θ) — though
+    // they, not the Bs, belong in the top 10 once the Cs fail: only the search run again finds them.
+    const mixedDir = path.join(dir, 'mixed');
+    fs.mkdirSync(mixedDir);
+    const t = make({ blockBits: 5 }, mixedDir);
+    const filler = Array.from({ length: 60 }, (_, i) => `zz${i}`).join(' ');
+    await t.upsert([chunk('lead', 1, 0, 'nothing to see')]); // id 1: the pairs start at an even id
+    await t.upsert(Array.from({ length: 7 }, (_, i) => [chunk(`a${i}`, 1, 0, `alpha alpha alpha alpha ${filler}`), chunk(`b${i}`, 1, 0, 'alpha')]).flat());
+    await t.upsert(Array.from({ length: 3 }, (_, i) => chunk(`c${i}`, 1, 0, 'alpha alpha', { tenant: 't2' })));
+    await t.upsert(Array.from({ length: 3 }, (_, i) => chunk(`d${i}`, 1, 0, `alpha alpha ${filler.split(' ').slice(0, 18).join(' ')}`)));
+    const alpha = { query: 'alpha', k: 10, scope: { tenant: 't1' } };
+    const mixed = t.searchWithStats(alpha);
+    expect(mixed.stats.filterTrusted).toBe(true);
+    expect(mixed.stats.filterRetried).toBe(true);
+    expect(mixed.hits.map((h) => h.document_id).sort()).toEqual([...Array.from({ length: 7 }, (_, i) => `a${i}`), 'd0', 'd1', 'd2'].sort());
+    expect(mixed.hits).toEqual(t.searchExhaustive(alpha));
+    expect(make({ blockBits: 5, trustFilter: false }, mixedDir).searchWithStats(alpha).hits).toEqual(mixed.hits);
+  });
+
   it('a query whose bound slots would exceed maxBoundSlots is evaluated exhaustively: same hits, memory bounded', async () => {
     const s = make({ blockBits: 5, maxBoundSlots: 200 }); // 1,500 chunks: 47 blocks of 16 sub-blocks → 752 slots a term
     await s.upsert(zipfCorpus(1500, 41));

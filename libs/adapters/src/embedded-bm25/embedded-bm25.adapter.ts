@@ -138,6 +138,11 @@ export interface EmbeddedBm25KeywordIndexOptions {
    * per upsert instead of once per run.
    */
   writeRunItems?: number;
+  /**
+   * Check candidates past the first full top k against the filter only at the end when the first k all passed (default
+   * true; false: each as it comes, as before — same results either way, see blockMax step 3).
+   */
+  trustFilter?: boolean;
   /** Called after each search with this connection's term-cache counts so far (the factory publishes them: TermCacheMetrics). */
   onTermCacheStats?: (counts: { hits: number; misses: number; bytes: number }) => void;
   logger?: Logger;
@@ -190,6 +195,13 @@ export interface KeywordSearchStats {
   blocksFetched: number;
   /** The query needed more bound slots than maxBoundSlots and was evaluated exhaustively. */
   exhaustive?: boolean;
+  /**
+   * Every candidate of the first full top k passed the filter, so the rest were scored on trust and checked together
+   * at the end (see EmbeddedBm25KeywordIndex.blockMax, step 3).
+   */
+  filterTrusted?: boolean;
+  /** A candidate checked at the end failed the filter where it mattered: the search ran again, checking each candidate as it came. */
+  filterRetried?: boolean;
 }
 
 interface QueryTerm {
@@ -431,6 +443,7 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
   private readonly k1: number;
   private readonly b: number;
   private readonly maxBoundSlots: number;
+  private readonly trustFilter: boolean;
   private readonly writeRunItems: number;
   private readonly log: Logger;
   private readonly db: Database.Database;
@@ -495,6 +508,7 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     this.writeRunItems = opts.writeRunItems ?? WRITE_RUN_ITEMS;
     if (!(Number.isInteger(this.writeRunItems) && this.writeRunItems >= 1)) throw new Error(`EmbeddedBm25KeywordIndex: writeRunItems must be an integer >= 1 (got ${opts.writeRunItems})`);
     this.maxBoundSlots = opts.maxBoundSlots ?? MAX_BOUND_SLOTS;
+    this.trustFilter = opts.trustFilter ?? true;
     if (!(this.maxBoundSlots >= 0)) throw new Error(`EmbeddedBm25KeywordIndex: maxBoundSlots must be >= 0 (got ${opts.maxBoundSlots})`);
     const cacheBytes = opts.termCacheBytes ?? DEFAULT_TERM_CACHE_BYTES;
     if (!Number.isSafeInteger(cacheBytes) || cacheBytes < 0) throw new Error(`EmbeddedBm25KeywordIndex: termCacheBytes must be a non-negative integer (got ${opts.termCacheBytes})`);
@@ -798,7 +812,14 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     return out.sort(byScoreThenChunkId).slice(0, k);
   }
 
-  private blockMax(terms: QueryTerm[], avgdl: number, k: number, req: KeywordSearchRequest, stats: KeywordSearchStats): KeywordHit[] {
+  private blockMax(
+    terms: QueryTerm[],
+    avgdl: number,
+    k: number,
+    req: KeywordSearchRequest,
+    stats: KeywordSearchStats,
+    trust = this.trustFilter,
+  ): KeywordHit[] {
     const { K0, K1 } = this.norms(avgdl);
     const B = this.blockSize;
     const S = this.subShift;
@@ -923,7 +944,50 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     const step = Math.max(k, 64);
     const filter = this.filterFor(req, step);
     const best: Hit[] = [];
-    const theta = (): number => (best.length >= k ? best[k - 1]!.score : -Infinity);
+    /**
+     * How candidates are checked against the filter (step 3): `check` each batch as it comes; `probe` the same, until
+     * the top k first fills — if every candidate checked by then passed, `trusted`: from there candidates are scored
+     * and kept without a check (θ is the k-th best score among `best` and them, in `heap`), and those that can still be
+     * in the top k are checked together at the end. A filter that rejected one of the first candidates (another
+     * tenant's chunks, ACL-restricted ones, a metadata filter) gives `check` at once, as before.
+     */
+    let mode = (trust ? 'probe' : 'check') as 'check' | 'probe' | 'trusted';
+    /** Trusted mode: the k best scores so far (a binary min-heap: heap[0] is θ), and the unchecked candidates. */
+    const heap = new Float64Array(k);
+    const trustedId: number[] = [];
+    const trustedScore: number[] = [];
+    const theta = (): number => (mode === 'trusted' ? heap[0]! : best.length >= k ? best[k - 1]!.score : -Infinity);
+    /** Replaces the heap's smallest score with `x` (> heap[0]) and restores the order. */
+    const heapReplaceTop = (x: number): void => {
+      let i = 0;
+      for (;;) {
+        const l = 2 * i + 1;
+        if (l >= k) break;
+        const c = l + 1 < k && heap[l + 1]! < heap[l]! ? l + 1 : l;
+        if (heap[c]! >= x) break;
+        heap[i] = heap[c]!;
+        i = c;
+      }
+      heap[i] = x;
+    };
+    const trustOffer = (id: number, score: number): void => {
+      if (score < heap[0]!) return;
+      trustedId.push(id);
+      trustedScore.push(score);
+      if (score > heap[0]!) heapReplaceTop(score);
+      // drop the candidates θ has passed, now and then, so the list stays near k long
+      if (trustedId.length >= 4 * k + 64) {
+        const th = heap[0]!;
+        let w = 0;
+        for (let j = 0; j < trustedId.length; j++) {
+          if (trustedScore[j]! < th) continue;
+          trustedId[w] = trustedId[j]!;
+          trustedScore[w++] = trustedScore[j]!;
+        }
+        trustedId.length = w;
+        trustedScore.length = w;
+      }
+    };
     const offer = (h: Hit): void => {
       if (best.length >= k && byScoreThenChunkId(h, best[k - 1]!) >= 0) return;
       let lo = 0;
@@ -956,10 +1020,18 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
         const batch = order.slice(s, s + step).map((j) => pendingId[j]!);
         for (const j of order.slice(s, s + step)) scoreOf.set(pendingId[j]!, pendingScore[j]!);
         stats.filterChecks += batch.length;
-        for (const r of filter(batch)) offer({ id: r.id, chunk_id: r.chunk_id, document_id: r.document_id, version: r.version, score: scoreOf.get(r.id)! });
+        const rows = filter(batch);
+        if (rows.length < batch.length) mode = 'check'; // the filter rejects candidates here: no trust
+        for (const r of rows) offer({ id: r.id, chunk_id: r.chunk_id, document_id: r.document_id, version: r.version, score: scoreOf.get(r.id)! });
       }
       pendingId.length = 0;
       pendingScore.length = 0;
+      if (mode === 'probe' && best.length >= k) {
+        mode = 'trusted';
+        stats.filterTrusted = true;
+        // best is sorted best first: reversed, it is a valid min-heap (each parent ≤ its children)
+        for (let j = 0; j < k; j++) heap[j] = best[k - 1 - j]!.score;
+      }
     };
     visiting: for (let b = 0; b < NB; b++) {
       if (start[b] === start[b + 1]) continue;
@@ -1069,14 +1141,35 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
         for (const off of touched) {
           seen[off] = 0;
           if (acc[off]! >= th) {
-            pendingId.push(base + off);
-            pendingScore.push(acc[off]!);
+            if (mode === 'trusted') trustOffer(base + off, acc[off]!);
+            else {
+              pendingId.push(base + off);
+              pendingScore.push(acc[off]!);
+            }
           }
         }
-        if (best.length < k || pendingId.length >= step) flush();
+        if (mode !== 'trusted' && (best.length < k || pendingId.length >= step)) flush();
       }
     }
     flush();
+    if (mode === 'trusted') {
+      // Every chunk not kept scores below θ (its sub-block's bound was below θ then, or its score was): the top k among
+      // the passing chunks is in `best` plus the kept candidates at or above θ, exactly when at least k of those pass.
+      const th = heap[0]!;
+      for (let j = 0; j < trustedId.length; j++) {
+        if (trustedScore[j]! < th) continue;
+        pendingId.push(trustedId[j]!);
+        pendingScore.push(trustedScore[j]!);
+      }
+      mode = 'check';
+      flush();
+      if (!(best.length >= k && best[k - 1]!.score >= th)) {
+        // one failed where it mattered (a chunk outside the kept ones might belong in the top k): again, checking each
+        stats.filterRetried = true;
+        stats.postingsTotal = 0; // counted again (the other counts add up the work of both)
+        return this.blockMax(terms, avgdl, k, req, stats, false);
+      }
+    }
     stats.fullScans = visitedOfTerm.filter((v, i) => v === subsOfTerm[i]).length;
     return best.map((h) => ({ chunk_id: h.chunk_id, document_id: h.document_id, version: h.version, score: h.score }));
   }
