@@ -134,6 +134,97 @@ describe('EmbeddedHnswVectorStore', () => {
     expect(await s.deleteDocument('missing')).toBe(0);
   });
 
+  /** The record count from the trigger-maintained counter and from a scan of the records (another connection). */
+  const recordFigures = (s: EmbeddedHnswVectorStore): { counter: number | undefined; scan: number } => {
+    const db = new Database(path.join(s.storeDir, 'vectors.db'), { readonly: true });
+    try {
+      return {
+        counter: db.prepare<[], { n: number }>('SELECT n FROM record_count WHERE id = 1').get()?.n,
+        scan: db.prepare<[], { n: number }>('SELECT COUNT(*) AS n FROM records').get()!.n,
+      };
+    } finally {
+      db.close();
+    }
+  };
+
+  it('keeps the record count equal to COUNT(*) over the records through every write, and count() reads it', async () => {
+    const logger = new CapturingLogger(); // the reopens below rebuild and catch up the graph
+    let s = make({ logger });
+    const check = async (expected: number) => {
+      expect(recordFigures(s)).toEqual({ counter: expected, scan: expected }); // the scan: the sequence did what it says
+      expect(await s.count()).toBe(expected);
+    };
+    await check(0);
+    const docs = (v: number, ...ids: string[]) => ids.flatMap((d) => [0, 1, 2].map((i) => rec(`${d}#v${v}#${i}`, d, v, randomVector())));
+    const v1 = docs(1, 'a', 'b', 'c');
+    await s.upsert(v1);
+    await check(9);
+    // An idempotent replay writes nothing; a changed chunk is deleted and inserted under a new label (one record).
+    await s.upsert(v1);
+    await s.upsert([{ ...v1[0]!, metadata: { lang: 'fr' } }, { ...v1[4]!, vector: randomVector() }]);
+    await check(9);
+    // The same new chunk twice in one call: inserted, then replaced within the same transaction.
+    await s.upsert([rec('x#v1#0', 'x', 1, randomVector()), rec('x#v1#0', 'x', 1, randomVector())]);
+    await check(10);
+    // A new version, then the old one deleted (what the indexer does); a chunk id moved to another document.
+    await s.upsert(docs(2, 'a').slice(0, 2));
+    await check(12);
+    expect(await s.deleteDocument('a', 2)).toBe(3);
+    await check(9);
+    await s.upsert([rec('x#v1#0', 'y', 1, randomVector())]);
+    await check(9);
+    // Whole-document deletes, one of nothing; a rejected batch writes nothing.
+    expect(await s.deleteDocument('b')).toBe(3);
+    expect(await s.deleteDocument('missing')).toBe(0);
+    await check(6);
+    await expect(s.upsert([rec('z#v1#0', 'z', 1, randomVector()), rec('z#v1#1', 'z', 1, randomVector(DIM + 1))])).rejects.toThrow(/dimension/);
+    await check(6);
+    // A batch of several write runs (one transaction each), then a re-upsert of all of it with new vectors.
+    const many = Array.from({ length: 40 }, (_, d) => docs(1, `m${d}`)).flat();
+    await s.upsert(many);
+    await check(126);
+    await s.upsert(many.map((r) => ({ ...r, vector: randomVector() })));
+    await check(126);
+    // Kept across close and reopen (the open counts nothing again), and across a rebuild of the graph.
+    await s.close();
+    s = make({ logger });
+    await check(126);
+    await s.close();
+    fs.rmSync(path.join(s.storeDir, 'index.hnsw'));
+    s = make({ logger });
+    await check(126);
+    for (let d = 0; d < 40; d++) await s.deleteDocument(`m${d}`);
+    await check(6);
+    // A record deleted or inserted by hand (another connection) is counted too.
+    await s.close();
+    const raw = new Database(path.join(s.storeDir, 'vectors.db'));
+    raw.exec("DELETE FROM records WHERE document_id = 'c'");
+    raw.prepare("INSERT INTO records (chunk_id, document_id, tenant, version, acl, metadata, vector) VALUES ('h#v1#0', 'h', 't1', 1, '[\"*\"]', '{}', ?)").run(Buffer.from(randomVector().buffer));
+    s = make({ logger });
+    await check(4);
+    // count() answers from the counter, not from the records: a (deliberately) wrong counter shows through.
+    raw.exec('UPDATE record_count SET n = 1000');
+    raw.close();
+    expect(await s.count()).toBe(1000);
+  });
+
+  it('counts the records of a store made before the counter once, on open, then keeps the count', async () => {
+    const first = make();
+    await first.upsert(['a', 'b', 'c'].flatMap((d) => [0, 1, 2].map((i) => rec(`${d}#v1#${i}`, d, 1, randomVector()))));
+    await first.close();
+    const old = new Database(path.join(first.storeDir, 'vectors.db'));
+    old.exec('DROP TRIGGER record_count_insert; DROP TRIGGER record_count_delete; DROP TABLE record_count');
+    old.exec("DELETE FROM records WHERE chunk_id = 'c#v1#2'"); // written by an older version: no trigger sees it
+    old.close();
+    const s = make({ logger: new CapturingLogger() });
+    expect(recordFigures(s)).toEqual({ counter: 8, scan: 8 });
+    expect(await s.count()).toBe(8);
+    await s.upsert([rec('d#v1#0', 'd', 1, randomVector())]);
+    await s.deleteDocument('a');
+    expect(recordFigures(s)).toEqual({ counter: 6, scan: 6 });
+    expect(await s.count()).toBe(6);
+  });
+
   it('isolates tenants and enforces the ACL inside the search', async () => {
     const s = make();
     const q = randomVector();

@@ -298,6 +298,7 @@ export class EmbeddedHnswVectorStore implements VectorStore {
         CREATE INDEX IF NOT EXISTS records_document ON records (document_id, version);
       `);
       this.checkIdentity();
+      this.ensureRecordCount();
       this.stmt = {
         byChunk: this.db.prepare('SELECT label, document_id, tenant, version, acl, metadata, vector FROM records WHERE chunk_id = ?'),
         insert: this.db.prepare(
@@ -306,7 +307,8 @@ export class EmbeddedHnswVectorStore implements VectorStore {
         deleteLabel: this.db.prepare('DELETE FROM records WHERE label = ?'),
         docLabels: this.db.prepare('SELECT label FROM records WHERE document_id = ?'),
         docLabelsExcept: this.db.prepare('SELECT label FROM records WHERE document_id = ? AND version <> ?'),
-        countAll: this.db.prepare('SELECT COUNT(*) AS n FROM records'),
+        // Read from the trigger-maintained counter (see ensureRecordCount): one row, not a scan of the records.
+        countAll: this.db.prepare('SELECT n FROM record_count WHERE id = 1'),
         countDoc: this.db.prepare('SELECT COUNT(*) AS n FROM records WHERE document_id = ?'),
         setGeneration: this.db.prepare("INSERT INTO meta (key, value) VALUES ('generation', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"),
         vectorOf: this.db.prepare('SELECT vector FROM records WHERE label = ?'),
@@ -530,6 +532,44 @@ export class EmbeddedHnswVectorStore implements VectorStore {
     if (model !== this.modelId || Number(dim) !== this.dim) {
       throw new Error(`EmbeddedHnswVectorStore: ${this.storeDir} holds vectors of ${model} (dim ${dim}), not ${this.modelId} (dim ${this.dim})`);
     }
+  }
+
+  /**
+   * The number of records, kept by triggers in the same transaction as every write of `records`, so `count()` and the
+   * store inspector (at start-up and on every readiness refresh, every 30 s) read one row instead of counting the
+   * records: `SELECT COUNT(*) FROM records` walks a whole index of the table — 14 ms on a warm connection, 16–27 ms
+   * on the inspector's fresh one, at 1.08M records (a 1M-chunk data folder), on the event loop, growing with the
+   * corpus; the counter is 0.003 ms to read there (0.2 ms with the inspector's connection opened around it).
+   *
+   * The triggers see every statement of this adapter that writes `records`: the plain INSERT of `upsertRun` (AFTER
+   * INSERT) and the DELETE by label of `upsertRun` (a changed chunk is deleted, then inserted under a new label) and of
+   * `deleteDocument` (AFTER DELETE). Nothing here updates a record in place or uses REPLACE (whose implicit delete
+   * fires DELETE triggers only under recursive_triggers) or an upsert clause, and the rebuild and catch-up only read
+   * `records`; rows written by hand through another connection are counted too. Each trigger costs ≈ 2 µs per record
+   * written or deleted: 10–30 % of the SQLite side of an upsert, ≈ 0.3 % of a whole one (20k records of dim 384: the
+   * graph insert dominates; the A/B difference was within the run-to-run noise). A store made before this table
+   * existed is counted once, in one IMMEDIATE transaction with creating it (a second process opening the same file
+   * waits for the lock and then finds the table), so the counter starts exact (at 1.08M records 35 ms with the file
+   * in the OS cache, 0.66 s cold, once; the open reads every record into memory anyway).
+   */
+  private ensureRecordCount(): void {
+    const create = this.db.transaction(() => {
+      if (this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'record_count'").get()) return;
+      this.db.exec(`
+        CREATE TABLE record_count (
+          id INTEGER PRIMARY KEY CHECK (id = 1),
+          n  INTEGER NOT NULL
+        );
+        INSERT INTO record_count (id, n) SELECT 1, COUNT(*) FROM records;
+        CREATE TRIGGER record_count_insert AFTER INSERT ON records BEGIN
+          UPDATE record_count SET n = n + 1 WHERE id = 1;
+        END;
+        CREATE TRIGGER record_count_delete AFTER DELETE ON records BEGIN
+          UPDATE record_count SET n = n - 1 WHERE id = 1;
+        END;
+      `);
+    });
+    create.immediate();
   }
 
   private bumpGeneration(): void {

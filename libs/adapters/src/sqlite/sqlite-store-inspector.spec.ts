@@ -122,6 +122,41 @@ describe('SqliteStoreInspector', () => {
     expect(await registryCounts()).toEqual(scan);
   });
 
+  it('reads the vector records from the vector store\'s counter, the same figure as a scan; an older file without it is counted', async () => {
+    const dir = tmp();
+    const store = new EmbeddedHnswVectorStore({ dir: join(dir, 'vectors'), ...space, persistIntervalMs: 0, synchronous: 'NORMAL' });
+    const vec = () => new Float32Array([Math.random(), Math.random(), Math.random(), 1]);
+    const rec = (chunk: string, doc: string, version: number) => ({ chunk_id: chunk, document_id: doc, tenant: 't1', version, acl: ['*'], metadata: {}, vector: vec() });
+    await store.upsert([rec('a#0', 'a', 1), rec('a#1', 'a', 1), rec('b#0', 'b', 1), rec('c#0', 'c', 1), rec('c#1', 'c', 1)]);
+    await store.upsert([rec('a#0', 'a', 1), rec('a#2', 'a', 2)]);
+    await store.deleteDocument('a', 2);
+    await store.deleteDocument('b');
+    await store.close();
+    const file = join(dir, 'vectors', 'm-4', 'vectors.db');
+    const raw = new Database(file);
+    const scan = raw.prepare<[], { n: number }>('SELECT COUNT(*) AS n FROM records').get()!.n;
+    expect(scan).toBe(3);
+    const inspector = new SqliteStoreInspector([{ store: 'vectors', file }]);
+    const vectorRecords = async () => {
+      const [inspected, counted] = [(await inspector.inspect('quick')).counts, await inspector.counts()];
+      expect(counted).toEqual(inspected);
+      return counted.vectorRecords;
+    };
+    expect(await vectorRecords()).toBe(scan);
+
+    // The figure comes from the counter, not from the records: a (deliberately) wrong counter shows through.
+    raw.exec('UPDATE record_count SET n = 1000');
+    expect(await vectorRecords()).toBe(1000);
+    // A file without the counter's row, or made by a version without the counter: counted, same figure.
+    raw.exec('DELETE FROM record_count');
+    expect(await vectorRecords()).toBe(scan);
+    raw.exec('DROP TRIGGER record_count_insert; DROP TRIGGER record_count_delete; DROP TABLE record_count');
+    raw.close();
+    const inspected = await inspector.inspect('quick');
+    expect(inspected.files.filter((f) => !f.ok)).toEqual([]); // an older vector store still passes the schema check
+    expect(await vectorRecords()).toBe(scan);
+  });
+
   it('ping notices a file overwritten under the running service', async () => {
     const dir = tmp();
     await new SqliteRegistry({ dir }).close();
