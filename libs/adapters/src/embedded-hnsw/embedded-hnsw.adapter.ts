@@ -5,7 +5,7 @@ import Database from 'better-sqlite3';
 import { HierarchicalNSW } from 'hnswlib-node';
 import { Logger } from '@rag/platform';
 import type { VectorHit, VectorRecord, VectorSearchRequest, VectorStore } from '@rag/ports';
-import { openSqlite } from '../sqlite/open-sqlite';
+import { createTableOnce, openSqlite } from '../sqlite/open-sqlite';
 import { documentRuns, WRITE_RUN_ITEMS, yieldToLoop } from '../sqlite/write-runs';
 import { LiveEntries, type EntryFields } from './live-entries';
 
@@ -553,23 +553,23 @@ export class EmbeddedHnswVectorStore implements VectorStore {
    * in the OS cache, 0.66 s cold, once; the open reads every record into memory anyway).
    */
   private ensureRecordCount(): void {
-    const create = this.db.transaction(() => {
-      if (this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'record_count'").get()) return;
-      this.db.exec(`
-        CREATE TABLE record_count (
-          id INTEGER PRIMARY KEY CHECK (id = 1),
-          n  INTEGER NOT NULL
-        );
-        INSERT INTO record_count (id, n) SELECT 1, COUNT(*) FROM records;
-        CREATE TRIGGER record_count_insert AFTER INSERT ON records BEGIN
-          UPDATE record_count SET n = n + 1 WHERE id = 1;
-        END;
-        CREATE TRIGGER record_count_delete AFTER DELETE ON records BEGIN
-          UPDATE record_count SET n = n - 1 WHERE id = 1;
-        END;
-      `);
-    });
-    create.immediate();
+    createTableOnce(
+      this.db,
+      'record_count',
+      `
+      CREATE TABLE record_count (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        n  INTEGER NOT NULL
+      );
+      INSERT INTO record_count (id, n) SELECT 1, COUNT(*) FROM records;
+      CREATE TRIGGER record_count_insert AFTER INSERT ON records BEGIN
+        UPDATE record_count SET n = n + 1 WHERE id = 1;
+      END;
+      CREATE TRIGGER record_count_delete AFTER DELETE ON records BEGIN
+        UPDATE record_count SET n = n - 1 WHERE id = 1;
+      END;
+    `,
+    );
   }
 
   private bumpGeneration(): void {

@@ -4,7 +4,7 @@ import Database from 'better-sqlite3';
 import type { DocumentStatus, Metadata } from '@rag/contracts';
 import { AppError, Logger } from '@rag/platform';
 import type { AcceptChange, DocumentRecord, ListOptions, OutboxEntry, OutboxMessage, Registry } from '@rag/ports';
-import { openSqlite } from '../sqlite/open-sqlite';
+import { createTableOnce, openSqlite } from '../sqlite/open-sqlite';
 
 /**
  * Document registry in one SQLite file (`dir/registry.db`, WAL).
@@ -493,32 +493,32 @@ export class SqliteRegistry implements Registry {
    * (a second process opening the same file waits for the lock and then finds the table), so the counts start exact.
    */
   private ensureStatusCounts(): void {
-    const create = this.db.transaction(() => {
-      if (this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'document_counts'").get()) return;
-      this.db.exec(`
-        CREATE TABLE document_counts (
-          tenant TEXT NOT NULL,
-          status TEXT NOT NULL,
-          n      INTEGER NOT NULL,
-          PRIMARY KEY (tenant, status)
-        ) WITHOUT ROWID;
-        INSERT INTO document_counts (tenant, status, n) SELECT tenant, status, COUNT(*) FROM documents GROUP BY tenant, status;
-        CREATE TRIGGER document_counts_insert AFTER INSERT ON documents BEGIN
-          INSERT INTO document_counts (tenant, status, n) VALUES (NEW.tenant, NEW.status, 1)
-            ON CONFLICT (tenant, status) DO UPDATE SET n = n + 1;
-        END;
-        CREATE TRIGGER document_counts_delete AFTER DELETE ON documents BEGIN
-          UPDATE document_counts SET n = n - 1 WHERE tenant = OLD.tenant AND status = OLD.status;
-        END;
-        CREATE TRIGGER document_counts_update AFTER UPDATE OF tenant, status ON documents
-          WHEN OLD.tenant IS NOT NEW.tenant OR OLD.status IS NOT NEW.status BEGIN
-          UPDATE document_counts SET n = n - 1 WHERE tenant = OLD.tenant AND status = OLD.status;
-          INSERT INTO document_counts (tenant, status, n) VALUES (NEW.tenant, NEW.status, 1)
-            ON CONFLICT (tenant, status) DO UPDATE SET n = n + 1;
-        END;
-      `);
-    });
-    create.immediate();
+    createTableOnce(
+      this.db,
+      'document_counts',
+      `
+      CREATE TABLE document_counts (
+        tenant TEXT NOT NULL,
+        status TEXT NOT NULL,
+        n      INTEGER NOT NULL,
+        PRIMARY KEY (tenant, status)
+      ) WITHOUT ROWID;
+      INSERT INTO document_counts (tenant, status, n) SELECT tenant, status, COUNT(*) FROM documents GROUP BY tenant, status;
+      CREATE TRIGGER document_counts_insert AFTER INSERT ON documents BEGIN
+        INSERT INTO document_counts (tenant, status, n) VALUES (NEW.tenant, NEW.status, 1)
+          ON CONFLICT (tenant, status) DO UPDATE SET n = n + 1;
+      END;
+      CREATE TRIGGER document_counts_delete AFTER DELETE ON documents BEGIN
+        UPDATE document_counts SET n = n - 1 WHERE tenant = OLD.tenant AND status = OLD.status;
+      END;
+      CREATE TRIGGER document_counts_update AFTER UPDATE OF tenant, status ON documents
+        WHEN OLD.tenant IS NOT NEW.tenant OR OLD.status IS NOT NEW.status BEGIN
+        UPDATE document_counts SET n = n - 1 WHERE tenant = OLD.tenant AND status = OLD.status;
+        INSERT INTO document_counts (tenant, status, n) VALUES (NEW.tenant, NEW.status, 1)
+          ON CONFLICT (tenant, status) DO UPDATE SET n = n + 1;
+      END;
+    `,
+    );
   }
 
   /**
@@ -539,28 +539,28 @@ export class SqliteRegistry implements Registry {
    */
   private ensureChunkTotals(): void {
     const active = (row: 'NEW' | 'OLD') => `(CASE WHEN ${row}.active_version > 0 THEN ${row}.chunks ELSE 0 END)`;
-    const create = this.db.transaction(() => {
-      if (this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'document_chunk_totals'").get()) return;
-      this.db.exec(`
-        CREATE TABLE document_chunk_totals (
-          id            INTEGER PRIMARY KEY CHECK (id = 1),
-          active_chunks INTEGER NOT NULL
-        );
-        INSERT INTO document_chunk_totals (id, active_chunks)
-          SELECT 1, COALESCE(SUM(chunks), 0) FROM documents WHERE active_version > 0;
-        CREATE TRIGGER document_chunk_totals_insert AFTER INSERT ON documents WHEN ${active('NEW')} <> 0 BEGIN
-          UPDATE document_chunk_totals SET active_chunks = active_chunks + ${active('NEW')} WHERE id = 1;
-        END;
-        CREATE TRIGGER document_chunk_totals_delete AFTER DELETE ON documents WHEN ${active('OLD')} <> 0 BEGIN
-          UPDATE document_chunk_totals SET active_chunks = active_chunks - ${active('OLD')} WHERE id = 1;
-        END;
-        CREATE TRIGGER document_chunk_totals_update AFTER UPDATE OF active_version, chunks ON documents
-          WHEN ${active('OLD')} IS NOT ${active('NEW')} BEGIN
-          UPDATE document_chunk_totals SET active_chunks = active_chunks - ${active('OLD')} + ${active('NEW')} WHERE id = 1;
-        END;
-      `);
-    });
-    create.immediate();
+    createTableOnce(
+      this.db,
+      'document_chunk_totals',
+      `
+      CREATE TABLE document_chunk_totals (
+        id            INTEGER PRIMARY KEY CHECK (id = 1),
+        active_chunks INTEGER NOT NULL
+      );
+      INSERT INTO document_chunk_totals (id, active_chunks)
+        SELECT 1, COALESCE(SUM(chunks), 0) FROM documents WHERE active_version > 0;
+      CREATE TRIGGER document_chunk_totals_insert AFTER INSERT ON documents WHEN ${active('NEW')} <> 0 BEGIN
+        UPDATE document_chunk_totals SET active_chunks = active_chunks + ${active('NEW')} WHERE id = 1;
+      END;
+      CREATE TRIGGER document_chunk_totals_delete AFTER DELETE ON documents WHEN ${active('OLD')} <> 0 BEGIN
+        UPDATE document_chunk_totals SET active_chunks = active_chunks - ${active('OLD')} WHERE id = 1;
+      END;
+      CREATE TRIGGER document_chunk_totals_update AFTER UPDATE OF active_version, chunks ON documents
+        WHEN ${active('OLD')} IS NOT ${active('NEW')} BEGIN
+        UPDATE document_chunk_totals SET active_chunks = active_chunks - ${active('OLD')} + ${active('NEW')} WHERE id = 1;
+      END;
+    `,
+    );
   }
 
   private addColumnIfMissing(table: string, column: string, type: string): void {

@@ -133,3 +133,15 @@ function guardDatabase(db: Database.Database, file: string): Database.Database {
     };
   });
 }
+
+/**
+ * Creates `table` with `ddl` (its CREATE TABLE, the statements that fill it from the existing rows, and its triggers)
+ * unless the file already has it, in one IMMEDIATE transaction: a second process opening the same file waits for the
+ * lock and then finds the table, so a counter filled from the existing rows starts exact and is never filled twice.
+ */
+export function createTableOnce(db: Database.Database, table: string, ddl: string): void {
+  db.transaction(() => {
+    if (db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(table)) return;
+    db.exec(ddl);
+  }).immediate();
+}
