@@ -483,7 +483,6 @@ export class SqliteRegistry implements Registry {
     this.stmt.tracePruneCount.run(this.maxTraces);
   }
 
-  /** Schema upgrade of a registry created by an older version (several processes may race to it). */
   /**
    * Documents per (tenant, status), kept by triggers in the same transaction as every insert, status change and
    * delete of a document, so `countByStatus` reads a handful of rows instead of counting the documents: the old
@@ -563,6 +562,7 @@ export class SqliteRegistry implements Registry {
     );
   }
 
+  /** Schema upgrade of a registry created by an older version (several processes may race to it). */
   private addColumnIfMissing(table: string, column: string, type: string): void {
     const has = () => (this.db.pragma(`table_info(${table})`) as { name: string }[]).some((c) => c.name === column);
     if (has()) return;
