@@ -531,6 +531,15 @@ describe('EmbeddedBm25KeywordIndex', () => {
     expect(mixed.hits.map((h) => h.document_id).sort()).toEqual([...Array.from({ length: 7 }, (_, i) => `a${i}`), 'd0', 'd1', 'd2'].sort());
     expect(mixed.hits).toEqual(t.searchExhaustive(alpha));
     expect(make({ blockBits: 5, trustFilter: false }, mixedDir).searchWithStats(alpha).hits).toEqual(mixed.hits);
+    // Every trusted search here runs again: after 32 of them (more than a quarter ran again) the connection checks each
+    // candidate for the next 256 searches — same hits, no rerun — and then trusts again.
+    for (let i = 1; i < 32; i++) expect(t.searchWithStats(alpha).stats.filterRetried).toBe(true);
+    for (let i = 0; i < 256; i++) {
+      const paused = t.searchWithStats(alpha);
+      expect(paused.stats.filterTrusted).toBeUndefined();
+      expect(paused.hits).toEqual(mixed.hits);
+    }
+    expect(t.searchWithStats(alpha).stats.filterRetried).toBe(true);
   });
 
   it('a query whose bound slots would exceed maxBoundSlots is evaluated exhaustively: same hits, memory bounded', async () => {
