@@ -286,6 +286,8 @@ const ORDER_BUCKETS = 4096;
 const CLUSTER_MIN_DF = 30;
 /** Nor do terms in more than this share of the children (they are in every group). */
 const CLUSTER_MAX_DF_SHARE = 0.05;
+/** Largest filter batch bound as `?` parameters (filterFor); larger ones are passed as JSON. */
+const FILTER_PARAMS = 4096;
 /** Trusted searches (blockMax step 3) per look at how many ran again (noteTrust). */
 const TRUST_WINDOW = 32;
 /** Share of them that may run again before the connection stops trusting for a while. */
@@ -955,7 +957,8 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     const visitedOfTerm = new Uint32Array(nt);
 
     const step = Math.max(k, 64);
-    const filter = this.filterFor(req, step);
+    // batches bound as `?` parameters up to FILTER_PARAMS ids (SQLite allows 32,766 variables; k ≤ 1,000 from the API)
+    const filter = this.filterFor(req, step <= FILTER_PARAMS ? step : undefined);
     const best: Hit[] = [];
     /**
      * How candidates are checked against the filter (step 3): `check` each batch as it comes; `probe` the same, until
