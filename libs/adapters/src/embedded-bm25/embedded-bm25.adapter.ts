@@ -294,8 +294,26 @@ const TRUST_WINDOW = 32;
 const TRUST_MAX_RETRIED = 0.25;
 /** Searches that check each candidate after too many reruns, before trusting again. */
 const TRUST_PAUSE = 256;
-/** Largest search buffer (float64 slots: 16 MB) a connection keeps for its next search (scratchUb). */
+/** Largest search buffer (float64 slots: 16 MB) a connection keeps for its next search (ScratchBuffer). */
 const SCRATCH_KEEP_SLOTS = 2 ** 21;
+
+/**
+ * A zeroed float64 buffer a connection reuses from one search to the next: a connection runs one search at a time
+ * (each is synchronous), and a fresh ≈ 5 MB array per search at 1M chunks cost its page faults and garbage collection
+ * every time. Requests above SCRATCH_KEEP_SLOTS get an array for the search that is not kept, so one long pasted
+ * query does not pin its memory for the connection's life.
+ */
+class ScratchBuffer {
+  private kept = new Float64Array(0);
+
+  /** A buffer of at least `n` slots, zeroed over [0, n) (a new one grows geometrically up to the cap). */
+  take(n: number): Float64Array {
+    if (n > SCRATCH_KEEP_SLOTS) return new Float64Array(n);
+    if (this.kept.length < n) return (this.kept = new Float64Array(Math.min(SCRATCH_KEEP_SLOTS, Math.max(n, 2 * this.kept.length))));
+    this.kept.fill(0, 0, n);
+    return this.kept;
+  }
+}
 /** Default of maxBoundSlots: above this many (term, sub-block) bound slots a search evaluates exhaustively instead. */
 const MAX_BOUND_SLOTS = 2 ** 24;
 const HALF_MAX = 0xffff;
@@ -462,9 +480,9 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
   private readonly db: Database.Database;
   private closed = false;
   private readonly searchCache = new Map<string, Database.Statement>();
-  /** Reused search buffers (scratchUb, scratchBound). */
-  private ubScratch: Float64Array = new Float64Array(0);
-  private boundScratch: Float64Array = new Float64Array(0);
+  /** A search's bound slots (terms × sub-blocks) and per-sub-block bounds, reused from one search to the next. */
+  private readonly slotBuffer = new ScratchBuffer();
+  private readonly boundBuffer = new ScratchBuffer();
   /** Decoded directories and large blocks of recent query terms (see TermCache), valid for `cacheVersion`. */
   private readonly termCache: TermCache<DirEntry[], PackedBlocks>;
   private readonly onTermCacheStats: EmbeddedBm25KeywordIndexOptions['onTermCacheStats'];
@@ -874,7 +892,7 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     /**
      * termUb[key·nt + i]: term i's bound in sub-block `key` (block·subCount + sub), 0 when absent — key-major, so that
      * a visited sub-block's bounds are one cache line instead of one line per term. Dense, so its size is
-     * terms × sub-blocks: ≈ 5 MB for a 10-term question at 1M chunks (one buffer the connection reuses, scratchUb). A query whose slots would
+     * terms × sub-blocks: ≈ 5 MB for a 10-term question at 1M chunks (one buffer the connection reuses, ScratchBuffer). A query whose slots would
      * exceed maxBoundSlots (2^24 by default, 128 MB: ~1,000 distinct terms at 1M chunks) is evaluated exhaustively
      * instead — same results, memory bounded by the postings; a sparse per-term list would avoid that, not built.
      */
@@ -882,14 +900,14 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
       stats.exhaustive = true;
       return this.exhaustive(terms, avgdl, k, req);
     }
-    const termUb = this.scratchUb(nt * nSub);
+    const termUb = this.slotBuffer.take(nt * nSub);
     /** Decoded posting words per (term i, block) at i·nBlocks + block, fetched at most once per search. */
     const words = new Array<Uint32Array | undefined>(nt * nBlocks).fill(undefined);
     // Per sub-block the bound: Σ of the terms' bounds, in term order. Summed term by term as each term's bounds are set
     // (bound[key] receives term 0's, then term 1's… — the same additions in the same order, so the same floats as a
     // pass over every (sub-block, term) slot), which touches only the slots a term has: the dense pass over all
     // terms × sub-blocks was ≈ 10 % of a search's JavaScript at 1M chunks.
-    const bound = this.scratchBound(nSub);
+    const bound = this.boundBuffer.take(nSub);
     const subsOfTerm = new Uint32Array(nt);
     for (let i = 0; i < nt; i++) {
       const w = terms[i]!.w;
@@ -1188,33 +1206,6 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     }
     stats.fullScans = visitedOfTerm.filter((v, i) => v === subsOfTerm[i]).length;
     return best.map((h) => ({ chunk_id: h.chunk_id, document_id: h.document_id, version: h.version, score: h.score }));
-  }
-
-  /**
-   * A search's bound slots (terms × sub-blocks, zeroed), reused from one search to the next: a connection runs one
-   * search at a time (each is synchronous), and a fresh ≈ 5 MB array per search at 1M chunks cost its page faults and
-   * garbage collection every time. Buffers above SCRATCH_KEEP_SLOTS are allocated for the search and not kept, so one
-   * long pasted query does not pin its memory for the connection's life.
-   */
-  private scratchUb(n: number): Float64Array {
-    const a = this.scratch(this.ubScratch, n);
-    if (a.length <= SCRATCH_KEEP_SLOTS) this.ubScratch = a;
-    return a;
-  }
-
-  /** The per-sub-block bounds (zeroed), reused like scratchUb. */
-  private scratchBound(n: number): Float64Array {
-    const a = this.scratch(this.boundScratch, n);
-    if (a.length <= SCRATCH_KEEP_SLOTS) this.boundScratch = a;
-    return a;
-  }
-
-  /** `kept` zeroed over [0, n) when it is large enough, else a new zeroed array (grown geometrically up to the cap). */
-  private scratch(kept: Float64Array, n: number): Float64Array {
-    if (n > SCRATCH_KEEP_SLOTS) return new Float64Array(n);
-    if (kept.length < n) return new Float64Array(Math.min(SCRATCH_KEEP_SLOTS, Math.max(n, 2 * kept.length)));
-    kept.fill(0, 0, n);
-    return kept;
   }
 
   /**
