@@ -198,7 +198,7 @@ describe('PgRateLimiter (shared by gateway replicas)', () => {
     let allowed = 0;
     let i = 0;
     while (performance.now() - started < 1_500) {
-      const batch = await Promise.all(Array.from({ length: 8 }, () => (i++ % 2 ? a : b).take('shared')));
+      const batch = await Promise.all(Array.from({ length: 16 }, () => (i++ % 2 ? a : b).take('shared')));
       allowed += batch.filter((d) => d!.allowed).length;
     }
     const elapsedS = (performance.now() - started) / 1000;

@@ -43,17 +43,23 @@ export class PgRateLimiter implements RateLimiter {
     const limit = own ?? this.defaults;
     if (!(limit.rps > 0)) return null;
     // refill = min(burst, tokens + elapsed × rps) for a bucket with the same limit, else a full new bucket.
+    // One clock reading per statement (the CTE, carried as excluded.at): clock_timestamp() read in each of the three
+    // uses of `refill` could pass 1 token in `allowed` after failing it in `tokens` — a take allowed without spending a
+    // token (seen in CI: 33 allowed where 1 + 20 × 1.55 s permits 32). The reading is taken before the row lock is
+    // waited for, so a take that waited may carry an older time than the row's: elapsed is clamped at 0 and `at` never
+    // moves back, so the time credited in total never exceeds the real span between the first and last take.
     const refill = `CASE WHEN b.rps = excluded.rps AND b.burst = excluded.burst
-                      THEN LEAST(b.burst::float8, b.tokens + GREATEST(0, EXTRACT(EPOCH FROM clock_timestamp() - b.at)) * b.rps)
+                      THEN LEAST(b.burst::float8, b.tokens + GREATEST(0, EXTRACT(EPOCH FROM excluded.at - b.at)) * b.rps)
                       ELSE excluded.burst::float8 END`;
     try {
       const { rows } = await this.db.query<{ tokens: number; allowed: boolean }>(
-        `INSERT INTO rate_buckets AS b (key, rps, burst, tokens, at, allowed)
-         VALUES ($1, $2::float8, $3::int, $3::int - 1, clock_timestamp(), true)
+        `WITH now AS (SELECT clock_timestamp() AS t)
+         INSERT INTO rate_buckets AS b (key, rps, burst, tokens, at, allowed)
+         SELECT $1, $2::float8, $3::int, $3::int - 1, now.t, true FROM now
          ON CONFLICT (key) DO UPDATE SET
            tokens = CASE WHEN ${refill} >= 1 THEN ${refill} - 1 ELSE ${refill} END,
            allowed = ${refill} >= 1,
-           rps = excluded.rps, burst = excluded.burst, at = clock_timestamp()
+           rps = excluded.rps, burst = excluded.burst, at = GREATEST(b.at, excluded.at)
          RETURNING tokens, allowed`,
         [key, limit.rps, limit.burst],
       );
