@@ -71,6 +71,14 @@ export interface OutboxEntry extends OutboxMessage {
   attempts: number;
 }
 
+/** One status update of the projection, the arguments of the matching `mark*` call. */
+export type StatusUpdate =
+  | { status: 'processing'; documentId: string; version: number }
+  | { status: 'failed'; documentId: string; version: number; error: string }
+  | { status: 'indexed'; documentId: string; version: number; contentHash: string; chunks: number }
+  | { status: 'unchanged'; documentId: string; version: number }
+  | { status: 'deleted'; documentId: string; version: number };
+
 export interface Registry {
   get(documentId: string): Promise<DocumentRecord | null>;
   /** Documents, most recently updated first (`updated_at` DESC, `seq` DESC). */
@@ -108,6 +116,12 @@ export interface Registry {
   getMany?(documentIds: string[]): Promise<Map<string, DocumentRecord>>;
   /** `markIndexed` for several documents in one transaction (each update still fenced on its version). */
   markIndexedMany?(items: { documentId: string; version: number; contentHash: string; chunks: number }[]): Promise<void>;
+  /**
+   * Several status updates (the status projection's batch: distinct documents) in ONE transaction, each applied and
+   * fenced exactly as its single form (`markProcessing`, `markFailed`, …) would be. Without it the projection calls the
+   * single forms one after another.
+   */
+  markMany?(updates: StatusUpdate[]): Promise<void>;
   /** Active versions of documents, for the query-time version fence. */
   activeVersions(documentIds: string[]): Promise<Map<string, number>>;
   countByStatus(tenant?: string): Promise<Record<DocumentStatus, number>>;

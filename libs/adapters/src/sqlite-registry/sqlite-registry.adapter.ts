@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import Database from 'better-sqlite3';
 import type { DocumentStatus, Metadata } from '@rag/contracts';
 import { AppError, Logger } from '@rag/platform';
-import type { AcceptChange, DocumentRecord, ListOptions, OutboxEntry, OutboxMessage, Registry } from '@rag/ports';
+import type { AcceptChange, DocumentRecord, ListOptions, OutboxEntry, OutboxMessage, Registry, StatusUpdate } from '@rag/ports';
 import { createTableOnce, openSqlite } from '../sqlite/open-sqlite';
 
 /**
@@ -423,6 +423,22 @@ export class SqliteRegistry implements Registry {
     this.db
       .transaction(() => {
         for (const i of items) this.mark('indexed', { id: i.documentId, version: i.version, content_hash: i.contentHash, chunks: i.chunks });
+      })
+      .immediate();
+  }
+
+  /** The status projection's batch in one IMMEDIATE transaction (one commit instead of one per event). */
+  async markMany(updates: StatusUpdate[]): Promise<void> {
+    this.assertOpen();
+    if (updates.length === 0) return;
+    this.db
+      .transaction(() => {
+        for (const u of updates) {
+          const key = { id: u.documentId, version: u.version };
+          if (u.status === 'failed') this.mark('failed', { ...key, error: u.error });
+          else if (u.status === 'indexed') this.mark('indexed', { ...key, content_hash: u.contentHash, chunks: u.chunks });
+          else this.mark(u.status, key);
+        }
       })
       .immediate();
   }

@@ -29,8 +29,9 @@ export const asError = (e: unknown): Error => (e instanceof Error ? e : new Erro
  * Runs a batch handler body with one `stage` span per message (kind CONSUMER, as the bus's delivery span is for a
  * single-message handler) and one `rag_stage_duration_seconds{stage}` observation per call. The body marks the
  * messages whose work failed (`item.failed`); a throw fails all of them. Resolves to the outcomes in message order.
+ * `registry` is the gateway's status projection, timed under its group's name as the single-message path does.
  */
-export async function runBatch(stage: StageName, group: string, msgs: BusMessage[], body: (items: BatchItem[]) => Promise<void>): Promise<BatchOutcome[]> {
+export async function runBatch(stage: StageName | 'registry', group: string, msgs: BusMessage[], body: (items: BatchItem[]) => Promise<void>): Promise<BatchOutcome[]> {
   const end = metrics.stageLatency.startTimer({ stage });
   const items: BatchItem[] = msgs.map((msg, index) => {
     const attributes: Attributes = {

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { DocumentEventSchema, Topic, type ChunksEvent } from '@rag/contracts';
+import { DocumentEventSchema, Topic, type ChunksEvent, type DocumentEvent, type IndexEvent } from '@rag/contracts';
 import { chunkDocumentWithin, DEFAULT_MAX_CHUNKS_PER_DOCUMENT, type ChunkOptions } from '@rag/domain';
-import { setSpanAttributes } from '@rag/platform';
-import type { Bus, BusMessage } from '@rag/ports';
+import type { Span } from '@rag/platform';
+import type { BatchOutcome, Bus, BusMessage, OutgoingMessage } from '@rag/ports';
+import { asError, distinctParts, parseItems, publishEach, runBatch, type BatchItem } from './batch';
 import type { Contextualizer } from './contextualizer';
-import { publishStatus } from './stage-publisher';
-import { parseMessage } from './validate';
+import { statusMessage } from './stage-publisher';
 
 /**
  * Splits a structured document into parent and child chunks; a document over `maxChunks` chunks is `failed`. With a
@@ -22,33 +22,59 @@ export class ChunkerStage {
   ) {}
 
   async handle(msg: BusMessage): Promise<void> {
-    const event = parseMessage(DocumentEventSchema, msg.value, 'document event');
-    setSpanAttributes(
-      event.op === 'delete'
-        ? { 'rag.tenant': event.tenant, 'rag.document_id': event.document_id, 'rag.version': event.version, 'rag.op': 'delete' }
-        : { 'rag.tenant': event.document.tenant, 'rag.document_id': event.document.document_id, 'rag.version': event.document.version, 'rag.op': 'upsert' },
-    );
+    const [outcome] = await this.handleBatch([msg]);
+    if (outcome) throw outcome;
+  }
+
+  /**
+   * A batch of document events (distinct documents): each is chunked as before, and all of their chunk events go in
+   * ONE publish (one log-bus transaction, one Kafka produce request), their `failed` statuses in another. On the
+   * embedded log every document used to cost its own publish transaction and offset commit on the event loop that
+   * also runs every other stage. Outcomes in message order; an invalid message fails alone (dead-lettered with its
+   * reason); a failed publish fails the documents it carried, which the bus delivers again one by one.
+   */
+  handleBatch(msgs: BusMessage[]): Promise<BatchOutcome[]> {
+    return runBatch('chunk', 'chunker', msgs, async (items) => {
+      const parsed = parseItems(items, DocumentEventSchema, 'document event');
+      for (const part of distinctParts(parsed, (p) => (p.event.op === 'delete' ? p.event.document_id : p.event.document.document_id))) await this.chunkPart(part);
+    });
+  }
+
+  private async chunkPart(part: { item: BatchItem; event: DocumentEvent }[]): Promise<void> {
+    const out: { item: BatchItem; message: OutgoingMessage<ChunksEvent> }[] = [];
+    const failed: { item: BatchItem; message: OutgoingMessage<IndexEvent> }[] = [];
+    for (const { item, event } of part) {
+      try {
+        const r = await this.chunkOne(item.span, event);
+        if ('chunks' in r) out.push({ item, message: { key: r.chunks.op === 'delete' ? r.chunks.document_id : r.chunks.document.document_id, value: r.chunks } });
+        else failed.push({ item, message: r.failed });
+      } catch (e) {
+        item.failed = asError(e);
+      }
+    }
+    await Promise.all([publishEach(this.bus, Topic.Chunks, out), publishEach(this.bus, Topic.IndexEvents, failed)]);
+  }
+
+  /** One document's chunk event, or its `failed` status (too many chunks, no text). */
+  private async chunkOne(span: Span, event: DocumentEvent): Promise<{ chunks: ChunksEvent } | { failed: OutgoingMessage<IndexEvent> }> {
     if (event.op === 'delete') {
-      await this.bus.publish(Topic.Chunks, [{ key: event.document_id, value: { ...event, event_id: randomUUID() } }]);
-      return;
+      span.setAttributes({ 'rag.tenant': event.tenant, 'rag.document_id': event.document_id, 'rag.version': event.version, 'rag.op': 'delete' });
+      return { chunks: { ...event, event_id: randomUUID() } };
     }
     const doc = event.document;
+    span.setAttributes({ 'rag.tenant': doc.tenant, 'rag.document_id': doc.document_id, 'rag.version': doc.version, 'rag.op': 'upsert' });
     const chunked = chunkDocumentWithin(doc, this.options, this.maxChunks);
     if (!chunked.ok) {
-      setSpanAttributes({ 'rag.outcome': 'failed' });
-      await this.fail(doc, `${chunked.code}: ${chunked.reason} (RAG_MAX_CHUNKS_PER_DOCUMENT)`);
-      return;
+      span.setAttributes({ 'rag.outcome': 'failed' });
+      return { failed: this.failure(doc, `${chunked.code}: ${chunked.reason} (RAG_MAX_CHUNKS_PER_DOCUMENT)`) };
     }
     let chunks = chunked.chunks;
-    setSpanAttributes({ 'rag.chunks': chunks.length, 'rag.chunks.child': chunks.filter((c) => c.kind === 'child').length });
-    if (chunks.length === 0) {
-      await this.fail(doc, 'empty: the document has no text to index');
-      return;
-    }
+    span.setAttributes({ 'rag.chunks': chunks.length, 'rag.chunks.child': chunks.filter((c) => c.kind === 'child').length });
+    if (chunks.length === 0) return { failed: this.failure(doc, 'empty: the document has no text to index') };
     if (this.contextualizer) {
       const c = await this.contextualizer.contextualize({ document_id: doc.document_id, title: doc.title, chunks });
       chunks = c.chunks;
-      setSpanAttributes({
+      span.setAttributes({
         'rag.context.model': this.contextualizer.modelId,
         'rag.context.written': c.written,
         'rag.context.failed': c.failed,
@@ -56,23 +82,24 @@ export class ChunkerStage {
         'rag.context.prompt_tokens': c.prompt_tokens,
       });
     }
-    const out: ChunksEvent = {
-      event_id: randomUUID(),
-      op: 'upsert',
-      document: {
-        document_id: doc.document_id,
-        tenant: doc.tenant,
-        version: doc.version,
-        content_hash: doc.content_hash,
-        title: doc.title,
-        chunks,
+    return {
+      chunks: {
+        event_id: randomUUID(),
+        op: 'upsert',
+        document: {
+          document_id: doc.document_id,
+          tenant: doc.tenant,
+          version: doc.version,
+          content_hash: doc.content_hash,
+          title: doc.title,
+          chunks,
+        },
       },
     };
-    await this.bus.publish(Topic.Chunks, [{ key: doc.document_id, value: out }]);
   }
 
   /** The document ends `failed` with the reason (a value, not an exception: nothing to retry or dead-letter). */
-  private fail(doc: { document_id: string; tenant: string; version: number }, error: string): Promise<void> {
-    return publishStatus(this.bus, { document_id: doc.document_id, tenant: doc.tenant, version: doc.version, status: 'failed', stage: 'chunker', error });
+  private failure(doc: { document_id: string; tenant: string; version: number }, error: string): OutgoingMessage<IndexEvent> {
+    return statusMessage({ document_id: doc.document_id, tenant: doc.tenant, version: doc.version, status: 'failed', stage: 'chunker', error });
   }
 }

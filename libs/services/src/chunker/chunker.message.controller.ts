@@ -4,7 +4,7 @@ import { BUS_TRANSPORT } from '@rag/adapters';
 import { ChunkerStage, Contextualizer } from '@rag/application';
 import { Topic } from '@rag/contracts';
 import type { AppConfig } from '@rag/platform';
-import { BUS, LLM, type Bus, type BusMessage, type Llm } from '@rag/ports';
+import { BUS, LLM, type BatchOutcome, type Bus, type BusMessage, type Llm } from '@rag/ports';
 import { CONFIG } from '../core/tokens';
 
 /**
@@ -17,7 +17,7 @@ export function contextualizerFor(config: AppConfig, llm: Llm | null | undefined
   return new Contextualizer(llm, { documentTokens: config.RAG_CONTEXTUAL_DOC_TOKENS, maxTokens: config.RAG_CONTEXTUAL_MAX_TOKENS });
 }
 
-/** chunker's bus handler: rag.documents.v1 (consumer group `chunker`) → ChunkerStage. */
+/** chunker's bus handler: rag.documents.v1 (consumer group `chunker`) → ChunkerStage, a batch of messages per call (bulk ingestion). */
 @Controller()
 export class ChunkerMessageController {
   private readonly stage: ChunkerStage;
@@ -30,8 +30,9 @@ export class ChunkerMessageController {
     );
   }
 
-  @EventPattern(Topic.Documents, BUS_TRANSPORT, { group: 'chunker' })
-  handle(@Payload() msg: BusMessage): Promise<void> {
-    return this.stage.handle(msg);
+  /** A batch of documents per call (distinct ids): their chunk events go out in one publish. */
+  @EventPattern(Topic.Documents, BUS_TRANSPORT, { group: 'chunker', batch: true })
+  handle(@Payload() msgs: BusMessage[]): Promise<BatchOutcome[]> {
+    return this.stage.handleBatch(msgs);
   }
 }

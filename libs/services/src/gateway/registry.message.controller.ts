@@ -3,7 +3,7 @@ import { EventPattern, Payload } from '@nestjs/microservices';
 import { BUS_TRANSPORT } from '@rag/adapters';
 import { DeadLetterProjector, StatusProjector } from '@rag/application';
 import { Topic } from '@rag/contracts';
-import { REGISTRY, type BusMessage, type Registry } from '@rag/ports';
+import { REGISTRY, type BatchOutcome, type BusMessage, type Registry } from '@rag/ports';
 
 /** The gateway's bus handlers: the registry's status projection and the dead-letter projection. */
 @Controller()
@@ -15,9 +15,10 @@ export class RegistryMessageController {
     this.deadLetters = new DeadLetterProjector(registry);
   }
 
-  @EventPattern(Topic.IndexEvents, BUS_TRANSPORT, { group: 'registry' })
-  projectStatus(@Payload() msg: BusMessage): Promise<void> {
-    return this.status.handle(msg);
+  /** A batch of status events per call (distinct documents), applied in one registry transaction. */
+  @EventPattern(Topic.IndexEvents, BUS_TRANSPORT, { group: 'registry', batch: true })
+  projectStatus(@Payload() msgs: BusMessage[]): Promise<BatchOutcome[]> {
+    return this.status.handleBatch(msgs);
   }
 
   /** A dead-lettered message marks its document `failed` with the stage and reason. */
