@@ -1,6 +1,6 @@
 import type { DocumentStatus, Metadata } from '@rag/contracts';
 import { AppError, Logger } from '@rag/platform';
-import type { AcceptChange, DocumentRecord, ListOptions, OutboxEntry, OutboxMessage, Registry } from '@rag/ports';
+import type { AcceptChange, DocumentRecord, ListOptions, OutboxEntry, OutboxMessage, Registry, StatusUpdate } from '@rag/ports';
 import { PgDatabase, pgText, type PgDatabaseOptions } from './pg-database';
 import type { PoolClient } from 'pg';
 
@@ -285,6 +285,39 @@ export class PgRegistry implements Registry {
       [items.map((i) => i.documentId), items.map((i) => i.version), items.map((i) => i.contentHash), items.map((i) => i.chunks), new Date()],
     );
     if ((rowCount ?? 0) < items.length) this.log.debug('ignored stale or unknown registry updates', { kind: 'indexed', ignored: items.length - (rowCount ?? 0) });
+  }
+
+  /**
+   * The status projection's batch as ONE statement over an unnest of the updates (one round trip instead of one per
+   * event; a single statement is one transaction). Each column is set as the update's single form sets it; each row
+   * fenced on its version (and `processing` on `queued`) as there. The projection passes distinct documents (UPDATE …
+   * FROM changes a row once, whichever of two rows of one id it joins first).
+   */
+  async markMany(updates: StatusUpdate[]): Promise<void> {
+    this.assertOpen();
+    if (updates.length === 0) return;
+    const { rowCount } = await this.db.query(
+      `UPDATE documents AS d SET
+         status = CASE u.kind WHEN 'processing' THEN 'processing' WHEN 'failed' THEN 'failed' WHEN 'deleted' THEN 'deleted' ELSE 'indexed' END,
+         error = CASE u.kind WHEN 'failed' THEN u.error WHEN 'processing' THEN d.error ELSE NULL END,
+         raw_hash = CASE u.kind WHEN 'failed' THEN NULL ELSE d.raw_hash END,
+         active_version = CASE u.kind WHEN 'indexed' THEN u.version WHEN 'deleted' THEN 0 ELSE d.active_version END,
+         content_hash = CASE u.kind WHEN 'indexed' THEN u.hash WHEN 'deleted' THEN NULL ELSE d.content_hash END,
+         chunks = CASE u.kind WHEN 'indexed' THEN u.chunks WHEN 'deleted' THEN 0 ELSE d.chunks END,
+         updated_at = $7, seq = nextval('documents_seq')
+       FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::text[], $6::int[]) AS u(id, version, kind, error, hash, chunks)
+       WHERE d.document_id = u.id AND d.version = u.version AND (u.kind <> 'processing' OR d.status = 'queued')`,
+      [
+        updates.map((u) => u.documentId),
+        updates.map((u) => u.version),
+        updates.map((u) => u.status),
+        updates.map((u) => (u.status === 'failed' ? pgText(u.error) : null)),
+        updates.map((u) => (u.status === 'indexed' ? u.contentHash : null)),
+        updates.map((u) => (u.status === 'indexed' ? u.chunks : null)),
+        new Date(),
+      ],
+    );
+    if ((rowCount ?? 0) < updates.length) this.log.debug('ignored stale or unknown registry updates', { kind: 'many', ignored: updates.length - (rowCount ?? 0) });
   }
 
   async markUnchanged(documentId: string, version: number): Promise<void> {

@@ -170,44 +170,6 @@ describe('SqliteRegistry', () => {
     expect(Object.fromEntries(all)).toEqual({ a: 1, c: 2, d: 1, e: 1 });
   });
 
-  it('markMany applies a batch of status updates in one transaction exactly as the single forms do, fences included', async () => {
-    // Two registries in their own folders get the same history; one through the single forms, one through markMany.
-    const single = make();
-    const batchDir = fs.mkdtempSync(path.join(os.tmpdir(), 'registry-spec-many-'));
-    const batched = new SqliteRegistry({ dir: batchDir, synchronous: 'NORMAL' });
-    try {
-      for (const r of [single, batched]) {
-        await r.acceptMany(['a', 'b', 'c', 'd', 'e', 'f'].map((id) => ({ change: upsert(id) })));
-        await r.markIndexed('d', 1, HASH_A, 2);
-        await r.markIndexed('f', 1, HASH_A, 5);
-        await r.accept(upsert('d')); // d is at version 2 now: an update for version 1 is stale
-        await r.accept({ document_id: 'f', tenant: 't1', op: 'delete' });
-      }
-      await single.markProcessing('a', 1);
-      await single.markIndexed('b', 1, HASH_B, 4);
-      await single.markFailed('c', 1, 'chunker: empty');
-      await single.markIndexed('d', 1, HASH_B, 9); // stale: ignored
-      await single.markUnchanged('e', 1);
-      await single.markDeleted('f', 2);
-      await batched.markMany([
-        { status: 'processing', documentId: 'a', version: 1 },
-        { status: 'indexed', documentId: 'b', version: 1, contentHash: HASH_B, chunks: 4 },
-        { status: 'failed', documentId: 'c', version: 1, error: 'chunker: empty' },
-        { status: 'indexed', documentId: 'd', version: 1, contentHash: HASH_B, chunks: 9 },
-        { status: 'unchanged', documentId: 'e', version: 1 },
-        { status: 'deleted', documentId: 'f', version: 2 },
-      ]);
-      const view = async (r: SqliteRegistry) =>
-        [...(await r.getMany(['a', 'b', 'c', 'd', 'e', 'f'])).values()].map((d) => [d.document_id, d.status, d.version, d.active_version, d.content_hash, d.chunks, d.error]);
-      expect(await view(batched)).toEqual(await view(single));
-      expect((await view(batched)).map((v) => v[1])).toEqual(['processing', 'indexed', 'failed', 'queued', 'indexed', 'deleted']);
-      expect(await batched.countByStatus()).toEqual(await single.countByStatus());
-    } finally {
-      await batched.close();
-      fs.rmSync(batchDir, { recursive: true, force: true });
-    }
-  });
-
   /** EXPLAIN QUERY PLAN of the statement activeVersions runs (its own SQL, so an edit of either is checked). */
   const activeVersionsPlan = (r: SqliteRegistry): string[] => {
     const sql = (r as unknown as { stmt: { active: Database.Statement } }).stmt.active.source;

@@ -61,6 +61,43 @@ export function registryContract(h: RegistryHarness): void {
     await r.markIndexedMany([]);
   });
 
+  it('markMany (the status projection\'s batch) leaves each document as the single forms do, stale updates ignored', async () => {
+    const r = await h.open();
+    if (!r.markMany) throw new Error('the registry lacks markMany');
+    // The same history for two sets of ids: s-* through the single forms, m-* through one markMany.
+    for (const p of ['s-', 'm-']) {
+      for (const id of 'abcdef') await r.accept(upsert(p + id, { raw_hash: `raw-${id}` }));
+      await r.markIndexed(`${p}d`, 1, HASH_A, 2);
+      await r.markIndexed(`${p}f`, 1, HASH_A, 5);
+      await r.accept(upsert(`${p}d`)); // d is at version 2: an update for version 1 is stale
+      await r.accept({ document_id: `${p}f`, tenant: 't1', op: 'delete' });
+    }
+    await r.markProcessing('s-a', 1);
+    await r.markIndexed('s-b', 1, HASH_B, 4);
+    await r.markFailed('s-c', 1, 'chunker: empty');
+    await r.markIndexed('s-d', 1, HASH_B, 9);
+    await r.markUnchanged('s-e', 1);
+    await r.markDeleted('s-f', 2);
+    await r.markMany([
+      { status: 'processing', documentId: 'm-a', version: 1 },
+      { status: 'indexed', documentId: 'm-b', version: 1, contentHash: HASH_B, chunks: 4 },
+      { status: 'failed', documentId: 'm-c', version: 1, error: 'chunker: empty' },
+      { status: 'indexed', documentId: 'm-d', version: 1, contentHash: HASH_B, chunks: 9 },
+      { status: 'unchanged', documentId: 'm-e', version: 1 },
+      { status: 'deleted', documentId: 'm-f', version: 2 },
+      { status: 'processing', documentId: 'm-unknown', version: 1 },
+    ]);
+    await r.markMany([]);
+    const view = async (p: string) =>
+      Promise.all([...'abcdef'].map(async (id) => {
+        const d = (await r.get(p + id))!;
+        return [id, d.status, d.version, d.active_version, d.content_hash, d.chunks, d.error, d.raw_hash];
+      }));
+    expect(await view('m-')).toEqual(await view('s-'));
+    expect((await view('m-')).map((v) => v[1])).toEqual(['processing', 'indexed', 'failed', 'queued', 'indexed', 'deleted']);
+    expect(await r.get('m-unknown')).toBeNull();
+  });
+
   it('ignores late events for an older version (never resurrects or overwrites newer state)', async () => {
     const r = await h.open();
     await r.accept(upsert('d'));
