@@ -44,11 +44,55 @@ export interface TokenizeOptions {
   stem?: boolean;
 }
 
-/** Splits text into normalized search tokens. */
+/**
+ * Splits text into normalized search tokens.
+ *
+ * Pure-ASCII stretches skip the ICU segmenter, whose segment objects cost ≈ 20× a regular-expression split (678 vs 32
+ * ms for the 1,400 Cranfield abstracts; it was the largest cost of the hashing embedder and of the keyword index's
+ * writes). The result is the same token for token: on ASCII text NFKC changes nothing and lower-casing stays ASCII,
+ * every word-like ICU segment is then split on non-alphanumerics, and ICU never breaks inside a run of ASCII letters and
+ * digits (Unicode word-break rules WB5, WB8–WB10) nor joins characters across ASCII whitespace — so the tokens are the
+ * alphanumeric runs. The text is cut at ASCII whitespace; ASCII pieces take the split, consecutive others go to ICU
+ * together, in order. Checked against the ICU path on random mixed-script strings and on the evaluation corpora (spec).
+ */
 export function tokenize(text: string, opts: TokenizeOptions = {}): string[] {
   const useStop = opts.stopWords ?? true;
   const useStem = opts.stem ?? true;
   const out: string[] = [];
+  if (ASCII.test(text)) {
+    asciiTokens(text, useStop, useStem, out);
+    return out;
+  }
+  let pending: string[] = [];
+  for (const piece of text.split(ASCII_SPACE)) {
+    if (piece === '') continue;
+    if (ASCII.test(piece)) {
+      if (pending.length > 0) {
+        icuTokens(pending.join(' '), useStop, useStem, out);
+        pending = [];
+      }
+      asciiTokens(piece, useStop, useStem, out);
+    } else pending.push(piece);
+  }
+  if (pending.length > 0) icuTokens(pending.join(' '), useStop, useStem, out);
+  return out;
+}
+
+const ASCII = /^[\x00-\x7f]*$/;
+const ASCII_SPACE = /[ \t\n\v\f\r]+/;
+const NOT_ASCII_ALNUM = /[^a-z0-9]+/;
+
+/** The tokens of ASCII text: its lower-cased alphanumeric runs (see tokenize). */
+function asciiTokens(text: string, useStop: boolean, useStem: boolean, out: string[]): void {
+  for (const part of text.toLowerCase().split(NOT_ASCII_ALNUM)) {
+    if (!part) continue;
+    if (useStop && ENGLISH_STOP_WORDS.has(part)) continue;
+    out.push(useStem ? stem(part) : part);
+  }
+}
+
+/** The tokens of any text through ICU word segmentation (Chinese/Japanese dictionary segmentation included). */
+function icuTokens(text: string, useStop: boolean, useStem: boolean, out: string[]): void {
   for (const seg of segmenter.segment(text.normalize('NFKC'))) {
     if (!seg.isWordLike) continue;
     const raw = seg.segment.toLowerCase();
@@ -64,6 +108,12 @@ export function tokenize(text: string, opts: TokenizeOptions = {}): string[] {
       out.push(useStem ? stem(part) : part);
     }
   }
+}
+
+/** The ICU path alone, for every text (the reference the ASCII fast path is checked against). */
+export function tokenizeWithIcu(text: string, opts: TokenizeOptions = {}): string[] {
+  const out: string[] = [];
+  icuTokens(text, opts.stopWords ?? true, opts.stem ?? true, out);
   return out;
 }
 
