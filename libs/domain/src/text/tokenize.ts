@@ -63,6 +63,11 @@ export function tokenize(text: string, opts: TokenizeOptions = {}): string[] {
     asciiTokens(text, useStop, useStem, out);
     return out;
   }
+  if (!HAS_ASCII_PIECE.test(text)) {
+    // No piece to take the fast path (most Chinese text): straight to ICU, without the cut (≈ 15 % of ICU's time).
+    icuTokens(text, useStop, useStem, out);
+    return out;
+  }
   let pending: string[] = [];
   for (const piece of text.split(ASCII_SPACE)) {
     if (piece === '') continue;
@@ -80,6 +85,8 @@ export function tokenize(text: string, opts: TokenizeOptions = {}): string[] {
 
 const ASCII = /^[\x00-\x7f]*$/;
 const ASCII_SPACE = /[ \t\n\v\f\r]+/;
+/** Some piece between ASCII whitespace is all ASCII (a native scan: ≈ 0.7 µs for a CMRC paragraph). */
+const HAS_ASCII_PIECE = /(?:^|[ \t\n\v\f\r])[\x00-\x08\x0e-\x1f\x21-\x7f]+(?=[ \t\n\v\f\r]|$)/;
 const NOT_ASCII_ALNUM = /[^a-z0-9]+/;
 
 /** The tokens of ASCII text: its lower-cased alphanumeric runs (see tokenize). */
