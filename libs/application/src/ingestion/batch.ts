@@ -6,7 +6,7 @@ import { parseMessage } from './validate';
 
 /*
  * Bulk ingestion (issue 13 item 6): a stage's batch handler gets several messages with distinct keys at once (Kafka
- * eachBatch; one at a time on the embedded log bus and for every retry), does the shared work once (one embedder
+ * eachBatch, runs of the embedded log bus; one at a time for every retry), does the shared work once (one embedder
  * call over all the chunks, one vector upsert, one keyword bulk, one registry transaction) and reports one outcome
  * per message. Tracing stays per document: each message gets its own stage span, parented on the trace context its
  * headers carry (a document's ingestion is still one trace), and a shared bulk write gets one child span per
@@ -59,6 +59,34 @@ export async function runBatch(stage: StageName | 'registry', group: string, msg
     item.span.end();
   }
   return items.map((i) => i.failed);
+}
+
+/**
+ * The body every batch stage shares: each message parsed with `schema` (an invalid one fails alone, see
+ * {@link parseItems}), the valid ones split into parts of distinct documents ({@link distinctParts}), and `handlePart`
+ * called for each part in turn, inside {@link runBatch}.
+ */
+export function runParts<S extends z.ZodType>(
+  stage: StageName | 'registry',
+  group: string,
+  msgs: BusMessage[],
+  parse: { schema: S; what: string; documentIdOf: (event: z.infer<S>) => string },
+  handlePart: (part: { item: BatchItem; event: z.infer<S> }[]) => Promise<void>,
+): Promise<BatchOutcome[]> {
+  return runBatch(stage, group, msgs, async (items) => {
+    for (const part of distinctParts(parseItems(items, parse.schema, parse.what), (p) => parse.documentIdOf(p.event))) await handlePart(part);
+  });
+}
+
+/** One message through a stage's batch handler (a batch of one; the embedded log bus's retries, tests): its failure is thrown. */
+export async function handleAlone(handleBatch: (msgs: BusMessage[]) => Promise<BatchOutcome[]>, msg: BusMessage): Promise<void> {
+  const [outcome] = await handleBatch([msg]);
+  if (outcome) throw outcome;
+}
+
+/** The document a pipeline event is about: a delete names it, an upsert carries it. */
+export function eventDocumentId(event: { op: 'delete'; document_id: string } | { op: 'upsert'; document: { document_id: string } }): string {
+  return event.op === 'delete' ? event.document_id : event.document.document_id;
 }
 
 /**

@@ -3,7 +3,7 @@ import { DocumentEventSchema, Topic, type ChunksEvent, type DocumentEvent, type 
 import { chunkDocumentWithin, DEFAULT_MAX_CHUNKS_PER_DOCUMENT, type ChunkOptions } from '@rag/domain';
 import type { Span } from '@rag/platform';
 import type { BatchOutcome, Bus, BusMessage, OutgoingMessage } from '@rag/ports';
-import { asError, distinctParts, parseItems, publishEach, runBatch, type BatchItem } from './batch';
+import { asError, eventDocumentId, handleAlone, publishEach, runParts, type BatchItem } from './batch';
 import type { Contextualizer } from './contextualizer';
 import { statusMessage } from './stage-publisher';
 
@@ -22,8 +22,7 @@ export class ChunkerStage {
   ) {}
 
   async handle(msg: BusMessage): Promise<void> {
-    const [outcome] = await this.handleBatch([msg]);
-    if (outcome) throw outcome;
+    return handleAlone((m) => this.handleBatch(m), msg);
   }
 
   /**
@@ -34,10 +33,7 @@ export class ChunkerStage {
    * reason); a failed publish fails the documents it carried, which the bus delivers again one by one.
    */
   handleBatch(msgs: BusMessage[]): Promise<BatchOutcome[]> {
-    return runBatch('chunk', 'chunker', msgs, async (items) => {
-      const parsed = parseItems(items, DocumentEventSchema, 'document event');
-      for (const part of distinctParts(parsed, (p) => (p.event.op === 'delete' ? p.event.document_id : p.event.document.document_id))) await this.chunkPart(part);
-    });
+    return runParts('chunk', 'chunker', msgs, { schema: DocumentEventSchema, what: 'document event', documentIdOf: eventDocumentId }, (part) => this.chunkPart(part));
   }
 
   private async chunkPart(part: { item: BatchItem; event: DocumentEvent }[]): Promise<void> {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { ChunksEventSchema, Topic, type Chunk, type ChunksEvent, type EmbeddedChunksEvent } from '@rag/contracts';
 import { embeddingText } from '@rag/domain';
 import type { BatchOutcome, Bus, BusMessage, Embedder, OutgoingMessage } from '@rag/ports';
-import { asError, distinctParts, parseItems, publishEach, runBatch, type BatchItem } from './batch';
+import { asError, eventDocumentId, handleAlone, publishEach, runParts, type BatchItem } from './batch';
 
 type Upsert = Extract<ChunksEvent, { op: 'upsert' }>;
 
@@ -20,16 +20,12 @@ export class EmbedderStage {
 
   /** One message (the embedded log bus, tests): the batch path with a batch of one. */
   async handle(msg: BusMessage): Promise<void> {
-    const [outcome] = await this.handleBatch([msg]);
-    if (outcome) throw outcome;
+    return handleAlone((m) => this.handleBatch(m), msg);
   }
 
   /** Outcomes in message order; an invalid message fails alone (NonRetryableError: dead-lettered with its reason). */
   handleBatch(msgs: BusMessage[]): Promise<BatchOutcome[]> {
-    return runBatch('embed', 'embedder', msgs, async (items) => {
-      const parsed = parseItems(items, ChunksEventSchema, 'chunks event');
-      for (const part of distinctParts(parsed, (p) => (p.event.op === 'delete' ? p.event.document_id : p.event.document.document_id))) await this.embedPart(part);
-    });
+    return runParts('embed', 'embedder', msgs, { schema: ChunksEventSchema, what: 'chunks event', documentIdOf: eventDocumentId }, (part) => this.embedPart(part));
   }
 
   private async embedPart(part: { item: BatchItem; event: ChunksEvent }[]): Promise<void> {

@@ -3,7 +3,7 @@ import { chunkId, EmbeddedChunksEventSchema, parseChunkId, Topic, type Chunk, ty
 import { Logger, withTraceContext } from '@rag/platform';
 import { NonRetryableError } from '@rag/ports';
 import type { BatchOutcome, Bus, BusMessage, DocumentDelete, DocumentRecord, KeywordIndex, Registry, VectorRecord, VectorStore } from '@rag/ports';
-import { asError, distinctParts, inSpans, parseItems, publishEach, runBatch, type BatchItem } from './batch';
+import { asError, eventDocumentId, handleAlone, inSpans, publishEach, runParts, type BatchItem } from './batch';
 import { publishStatus, statusMessage } from './stage-publisher';
 
 type DeleteEvent = Extract<EmbeddedChunksEvent, { op: 'delete' }>;
@@ -53,8 +53,7 @@ export class IndexerStage {
 
   /** One message (the embedded log bus, tests): the batch path with a batch of one. */
   async handle(msg: BusMessage): Promise<void> {
-    const [outcome] = await this.handleBatch([msg]);
-    if (outcome) throw outcome;
+    return handleAlone((m) => this.handleBatch(m), msg);
   }
 
   /**
@@ -66,10 +65,7 @@ export class IndexerStage {
    * failed bulk write fails the documents it carried, which the bus then delivers again one at a time.
    */
   handleBatch(msgs: BusMessage[]): Promise<BatchOutcome[]> {
-    return runBatch('index', 'indexer', msgs, async (items) => {
-      const parsed = parseItems(items, EmbeddedChunksEventSchema, 'embedded chunks event');
-      for (const part of distinctParts(parsed, (p) => (p.event.op === 'delete' ? p.event.document_id : p.event.document.document_id))) await this.indexPart(part);
-    });
+    return runParts('index', 'indexer', msgs, { schema: EmbeddedChunksEventSchema, what: 'embedded chunks event', documentIdOf: eventDocumentId }, (part) => this.indexPart(part));
   }
 
   private async records(ids: string[]): Promise<Map<string, DocumentRecord>> {

@@ -13,7 +13,7 @@ import { Logger, setSpanAttributes, withTraceContext } from '@rag/platform';
 import type { BatchOutcome, Bus, BusMessage, DocumentParser, OutgoingMessage, ParseOutcome, ParseRequest } from '@rag/ports';
 import { AppError } from '@rag/platform';
 import type { SourceConnector } from '@rag/ports';
-import { asError, distinctParts, parseItems, publishEach, runBatch, type BatchItem } from './batch';
+import { asError, handleAlone, publishEach, runParts, type BatchItem } from './batch';
 import { statusMessage } from './stage-publisher';
 
 /** Source errors that retrying will not fix (bad credentials, no access, a malformed request): a `failed` status. */
@@ -62,8 +62,7 @@ export class LoaderStage {
 
   /** One message (tests, tools): the batch path with a batch of one. */
   async handle(msg: BusMessage): Promise<void> {
-    const [outcome] = await this.handleBatch([msg]);
-    if (outcome) throw outcome;
+    return handleAlone((m) => this.handleBatch(m), msg);
   }
 
   /**
@@ -74,10 +73,7 @@ export class LoaderStage {
    * transient failure (a connector's 5xx) fails only its document, which the bus delivers again alone.
    */
   handleBatch(msgs: BusMessage[]): Promise<BatchOutcome[]> {
-    return runBatch('load', 'loader', msgs, async (items) => {
-      const parsed = parseItems(items, SourceEventSchema, 'source event');
-      for (const part of distinctParts(parsed, (p) => p.event.document_id)) await this.loadPart(part);
-    });
+    return runParts('load', 'loader', msgs, { schema: SourceEventSchema, what: 'source event', documentIdOf: (e) => e.document_id }, (part) => this.loadPart(part));
   }
 
   private async loadPart(part: { item: BatchItem; event: SourceEvent }[]): Promise<void> {

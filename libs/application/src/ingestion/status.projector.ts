@@ -1,6 +1,6 @@
 import { IndexEventSchema, type IndexEvent } from '@rag/contracts';
 import type { BatchOutcome, BusMessage, Registry, StatusUpdate } from '@rag/ports';
-import { distinctParts, parseItems, runBatch } from './batch';
+import { runParts } from './batch';
 import { parseMessage } from './validate';
 
 /** Projects status events from every stage onto the registry (idempotent: the registry ignores stale versions). */
@@ -19,11 +19,10 @@ export class StatusProjector {
    * the bus then delivers one by one.
    */
   handleBatch(msgs: BusMessage[]): Promise<BatchOutcome[]> {
-    return runBatch('registry', 'registry', msgs, async (items) => {
-      const parsed = parseItems(items, IndexEventSchema, 'index event');
-      // A foreign producer might put two events of one document in a batch: parts keep them in order.
-      for (const part of distinctParts(parsed, (p) => p.event.document_id)) await this.apply(part.map((p) => toUpdate(p.event)));
-    });
+    // A foreign producer might put two events of one document in a batch: parts keep them in order.
+    return runParts('registry', 'registry', msgs, { schema: IndexEventSchema, what: 'index event', documentIdOf: (e) => e.document_id }, (part) =>
+      this.apply(part.map((p) => toUpdate(p.event))),
+    );
   }
 
   private async apply(updates: StatusUpdate[]): Promise<void> {

@@ -1,17 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { seededRandom } from '../generation/calibration';
 import { segmentForIndex, tokenize, tokenizeWithIcu } from './tokenize';
-
-/** A seeded generator (mulberry32): the same strings on every run. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 // ASCII of every class ICU's word-break rules treat differently (letters, digits, MidLetter ':' MidNum ',' ';'
 // MidNumLet '.' "'" , ExtendNumLet '_', whitespace and other controls), beside the characters that take the ICU path:
@@ -35,7 +24,7 @@ function randomText(next: () => number, otherShare: number): string {
 
 describe('tokenize', () => {
   it('gives the ICU path\'s tokens on random mixed-script text (the ASCII fast path changes nothing)', () => {
-    const next = rng(13);
+    const next = seededRandom(13);
     let mixed = 0;
     for (let i = 0; i < 6000; i++) {
       const text = randomText(next, i % 3 === 0 ? 0 : i % 3 === 1 ? 0.05 : 0.3);
