@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { DocumentEventSchema, Topic, type ChunksEvent, type DocumentEvent, type IndexEvent } from '@rag/contracts';
 import { chunkDocumentWithin, DEFAULT_MAX_CHUNKS_PER_DOCUMENT, type ChunkOptions } from '@rag/domain';
-import type { Span } from '@rag/platform';
+import { withTraceContext } from '@rag/platform';
 import type { BatchOutcome, Bus, BusMessage, OutgoingMessage } from '@rag/ports';
 import { asError, eventDocumentId, handleAlone, publishEach, runParts, type BatchItem } from './batch';
 import type { Contextualizer } from './contextualizer';
@@ -41,7 +41,7 @@ export class ChunkerStage {
     const failed: { item: BatchItem; message: OutgoingMessage<IndexEvent> }[] = [];
     for (const { item, event } of part) {
       try {
-        const r = await this.chunkOne(item.span, event);
+        const r = await this.chunkOne(item, event);
         if ('chunks' in r) out.push({ item, message: { key: r.chunks.op === 'delete' ? r.chunks.document_id : r.chunks.document.document_id, value: r.chunks } });
         else failed.push({ item, message: r.failed });
       } catch (e) {
@@ -52,7 +52,8 @@ export class ChunkerStage {
   }
 
   /** One document's chunk event, or its `failed` status (too many chunks, no text). */
-  private async chunkOne(span: Span, event: DocumentEvent): Promise<{ chunks: ChunksEvent } | { failed: OutgoingMessage<IndexEvent> }> {
+  private async chunkOne(item: BatchItem, event: DocumentEvent): Promise<{ chunks: ChunksEvent } | { failed: OutgoingMessage<IndexEvent> }> {
+    const span = item.span;
     if (event.op === 'delete') {
       span.setAttributes({ 'rag.tenant': event.tenant, 'rag.document_id': event.document_id, 'rag.version': event.version, 'rag.op': 'delete' });
       return { chunks: { ...event, event_id: randomUUID() } };
@@ -68,7 +69,9 @@ export class ChunkerStage {
     span.setAttributes({ 'rag.chunks': chunks.length, 'rag.chunks.child': chunks.filter((c) => c.kind === 'child').length });
     if (chunks.length === 0) return { failed: this.failure(doc, 'empty: the document has no text to index') };
     if (this.contextualizer) {
-      const c = await this.contextualizer.contextualize({ document_id: doc.document_id, title: doc.title, chunks });
+      // Under the document's chunk span, as on the single-message path: the LLM calls' spans join its trace.
+      const contextualizer = this.contextualizer;
+      const c = await withTraceContext(item.context, () => contextualizer.contextualize({ document_id: doc.document_id, title: doc.title, chunks }));
       chunks = c.chunks;
       span.setAttributes({
         'rag.context.model': this.contextualizer.modelId,
