@@ -273,18 +273,9 @@ export class PgRegistry implements Registry {
     return out;
   }
 
-  /** One UPDATE over an unnest of the items: a single statement is one transaction, each row fenced on its version. */
+  /** `markMany` with every update `indexed`: one UPDATE over an unnest, each row fenced on its version. */
   async markIndexedMany(items: { documentId: string; version: number; contentHash: string; chunks: number }[]): Promise<void> {
-    this.assertOpen();
-    if (items.length === 0) return;
-    const { rowCount } = await this.db.query(
-      `UPDATE documents AS d SET status = 'indexed', active_version = u.version, content_hash = u.hash, chunks = u.chunks, error = NULL,
-         updated_at = $5, seq = nextval('documents_seq')
-       FROM unnest($1::text[], $2::int[], $3::text[], $4::int[]) AS u(id, version, hash, chunks)
-       WHERE d.document_id = u.id AND d.version = u.version`,
-      [items.map((i) => i.documentId), items.map((i) => i.version), items.map((i) => i.contentHash), items.map((i) => i.chunks), new Date()],
-    );
-    if ((rowCount ?? 0) < items.length) this.log.debug('ignored stale or unknown registry updates', { kind: 'indexed', ignored: items.length - (rowCount ?? 0) });
+    return this.markMany(items.map((i) => ({ status: 'indexed' as const, ...i })));
   }
 
   /**

@@ -418,13 +418,7 @@ export class SqliteRegistry implements Registry {
 
   /** The updates of `markIndexed` in one (IMMEDIATE) transaction: one fsync for the batch instead of one per document. */
   async markIndexedMany(items: { documentId: string; version: number; contentHash: string; chunks: number }[]): Promise<void> {
-    this.assertOpen();
-    if (items.length === 0) return;
-    this.db
-      .transaction(() => {
-        for (const i of items) this.mark('indexed', { id: i.documentId, version: i.version, content_hash: i.contentHash, chunks: i.chunks });
-      })
-      .immediate();
+    return this.markMany(items.map((i) => ({ status: 'indexed' as const, ...i })));
   }
 
   /** The status projection's batch in one IMMEDIATE transaction (one commit instead of one per event). */

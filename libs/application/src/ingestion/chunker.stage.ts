@@ -42,7 +42,7 @@ export class ChunkerStage {
     for (const { item, event } of part) {
       try {
         const r = await this.chunkOne(item, event);
-        if ('chunks' in r) out.push({ item, message: { key: r.chunks.op === 'delete' ? r.chunks.document_id : r.chunks.document.document_id, value: r.chunks } });
+        if ('chunks' in r) out.push({ item, message: { key: eventDocumentId(r.chunks), value: r.chunks } });
         else failed.push({ item, message: r.failed });
       } catch (e) {
         item.failed = asError(e);

@@ -91,11 +91,14 @@ const NOT_ASCII_ALNUM = /[^a-z0-9]+/;
 
 /** The tokens of ASCII text: its lower-cased alphanumeric runs (see tokenize). */
 function asciiTokens(text: string, useStop: boolean, useStem: boolean, out: string[]): void {
-  for (const part of text.toLowerCase().split(NOT_ASCII_ALNUM)) {
-    if (!part) continue;
-    if (useStop && ENGLISH_STOP_WORDS.has(part)) continue;
-    out.push(useStem ? stem(part) : part);
-  }
+  for (const part of text.toLowerCase().split(NOT_ASCII_ALNUM)) pushLatin(part, useStop, useStem, out);
+}
+
+/** One lower-cased alphanumeric run of either path: dropped if empty or a stop word, else stemmed as asked. */
+function pushLatin(part: string, useStop: boolean, useStem: boolean, out: string[]): void {
+  if (!part) return;
+  if (useStop && ENGLISH_STOP_WORDS.has(part)) return;
+  out.push(useStem ? stem(part) : part);
 }
 
 /** The tokens of any text through ICU word segmentation (Chinese/Japanese dictionary segmentation included). */
@@ -109,11 +112,7 @@ function icuTokens(text: string, useStop: boolean, useStem: boolean, out: string
       continue;
     }
     // A Latin "word" from ICU may still hold punctuation such as "o'neil" or "3.5": split on non-alphanumerics.
-    for (const part of raw.split(/[^\p{L}\p{N}]+/u)) {
-      if (!part) continue;
-      if (useStop && ENGLISH_STOP_WORDS.has(part)) continue;
-      out.push(useStem ? stem(part) : part);
-    }
+    for (const part of raw.split(/[^\p{L}\p{N}]+/u)) pushLatin(part, useStop, useStem, out);
   }
 }
 
