@@ -764,6 +764,37 @@ describe('EmbeddedBm25KeywordIndex', () => {
     expect(() => make({ mmapBytes: -1 })).toThrow(/mmapBytes must be a non-negative integer/);
   });
 
+  it('checkpoints its write-ahead log only once it holds walCheckpointMiB: the file is written less often, results the same', async () => {
+    const dirB = fs.mkdtempSync(path.join(os.tmpdir(), 'bm25-spec-'));
+    try {
+      const pragma = (x: EmbeddedBm25KeywordIndex, p: string) => (x as unknown as { db: { pragma(p: string, o: { simple: true }): number } }).db.pragma(p, { simple: true });
+      const large = make({ walCheckpointMiB: 64, blockBits: 6 });
+      const small = make({ walCheckpointMiB: 1, blockBits: 6 }, dirB);
+      expect(pragma(large, 'wal_autocheckpoint')).toBe((64 * 2 ** 20) / pragma(large, 'page_size'));
+      expect(pragma(make({}, fs.mkdtempSync(path.join(dirB, 'd-'))), 'wal_autocheckpoint')).toBe(1000); // SQLite's default unless asked
+      const corpus = zipfCorpus(3000, 5);
+      const sizes = { large: [] as number[], small: [] as number[] };
+      for (let i = 0; i < corpus.length; i += 100) {
+        await large.upsert(corpus.slice(i, i + 100));
+        await small.upsert(corpus.slice(i, i + 100));
+        sizes.large.push(fs.statSync(path.join(dir, 'keyword.db')).size);
+        sizes.small.push(fs.statSync(path.join(dirB, 'keyword.db')).size);
+      }
+      // 1 MiB: the log is copied into keyword.db as the writes go; 64 MiB: not during these writes, so a page many
+      // writes changed is copied once (at close), not once per checkpoint
+      expect(new Set(sizes.small).size).toBeGreaterThan(3);
+      expect(new Set(sizes.large).size).toBe(1);
+      expect(fs.statSync(path.join(dir, 'keyword.db-wal')).size).toBeGreaterThan(4 * 2 ** 20);
+      for (const q of ['w0x w1x', 'w5x w9x w2x', 'w3x w1ax']) expect(await search(large, q)).toEqual(await search(small, q));
+      const expected = await search(large, 'w2x w7x w1bx');
+      await large.close();
+      expect(await search(make({}), 'w2x w7x w1bx')).toEqual(expected); // everything reached keyword.db (or replays from the log)
+      expect(() => make({ walCheckpointMiB: 0 })).toThrow(/walCheckpointMiB must be an integer >= 1/);
+    } finally {
+      fs.rmSync(dirB, { recursive: true, force: true });
+    }
+  });
+
   it('keeps the block size a file was created with', async () => {
     const s1 = make({ blockBits: 4 });
     await s1.upsert(zipfCorpus(100, 2));

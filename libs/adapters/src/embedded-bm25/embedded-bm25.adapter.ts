@@ -108,6 +108,16 @@ export interface EmbeddedBm25KeywordIndexOptions {
    */
   blockBits?: number;
   /**
+   * SQLite page size of a new `keyword.db` (default 1024; an existing file keeps its own — `VACUUM` with the platform
+   * stopped converts one). A write rewrites every page holding a directory row, block or term count it changes, and a
+   * run of chunks changes a few thousand of them scattered over the file: with 1 KiB pages each costs a quarter of
+   * what it does with SQLite's 4 KiB. Measured on a 104k-chunk index (runs of 80 chunks, 256 MiB checkpoints):
+   * 138 KiB written per chunk with 4 KiB pages, 91.5 with 2 KiB, 63.9 with 1 KiB, with searches as fast (Cranfield
+   * questions, ms per search: 5.3–11.5 against 6.5–10.6 without the term cache, 2.6–8.9 against 2.2–8.3 with it;
+   * scripts/bench/README.md, "Keyword writer checkpoints").
+   */
+  pageSize?: 512 | 1024 | 2048 | 4096 | 8192 | 16384 | 32768 | 65536;
+  /**
    * Bytes of the file SQLite reads through a memory map instead of read() calls (default 2 GiB; 0: off). A search
    * walks thousands of directory rows in pages the OS already caches: mapped, each page is a pointer instead of a
    * system call and a copy into SQLite's own small page cache (measured in scripts/bench/README.md, keyword-scale).
@@ -138,6 +148,17 @@ export interface EmbeddedBm25KeywordIndexOptions {
    * per upsert instead of once per run.
    */
   writeRunItems?: number;
+  /**
+   * MiB of write-ahead log after which a commit on this connection copies the log into `keyword.db` (SQLite's
+   * `wal_autocheckpoint`; default 256 MiB on the keyword writer, SQLite's 4 MiB elsewhere). A keyword write rewrites the
+   * directory and block pages of every term it touches — thousands of scattered pages per run — and a checkpoint
+   * writes each page the log holds once, however many commits rewrote it since the last one: with SQLite's default
+   * every commit of a large index was followed by a checkpoint of all its pages. Measured on a 104k-chunk index
+   * (runs of 80 chunks, /proc write_bytes per chunk with the final checkpoint): 4 MiB 1,130 KiB, 64 MiB 332 KiB,
+   * 256 MiB 172 KiB (scripts/bench/README.md, "Keyword writer checkpoints"). The log is truncated back to 64 MiB after
+   * a checkpoint that empties it; a crash replays it on open (sequential, ≈ 1 s per 256 MiB).
+   */
+  walCheckpointMiB?: number;
   /**
    * Check candidates past the first full top k against the filter only at the end when the first k all passed (default
    * true; false: each as it comes, as before — same results either way, see blockMax step 3).
@@ -262,6 +283,8 @@ const blocksTable = (name: string): string => `CREATE TABLE IF NOT EXISTS ${name
 ) WITHOUT ROWID`;
 const DEFAULT_BLOCK_BITS = 10;
 const DEFAULT_MMAP_BYTES = 2 ** 31;
+/** See EmbeddedBm25KeywordIndexOptions.pageSize. */
+const DEFAULT_PAGE_SIZE = 1024;
 /** Default of termCacheBytes. */
 const DEFAULT_TERM_CACHE_BYTES = 512 * 2 ** 20;
 /** What a cached directory entry costs besides its words (a 5-element array and two typed-array views), for the budget. */
@@ -551,12 +574,17 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     this.log = opts.logger ?? new Logger('embedded-bm25');
     fs.mkdirSync(opts.dir, { recursive: true });
     this.file = path.join(opts.dir, DB_FILE);
-    this.db = openSqlite(this.file, opts.synchronous);
+    this.db = openSqlite(this.file, opts.synchronous, opts.pageSize ?? DEFAULT_PAGE_SIZE);
     try {
       this.db.pragma(`mmap_size = ${mmap}`);
       // A recluster writes the whole index into the WAL; once checkpointed, the file is cut back to this when the WAL
       // restarts instead of keeping its largest size on disk.
       this.db.pragma(`journal_size_limit = ${64 * 2 ** 20}`);
+      if (opts.walCheckpointMiB !== undefined) {
+        if (!(Number.isInteger(opts.walCheckpointMiB) && opts.walCheckpointMiB >= 1)) throw new Error(`EmbeddedBm25KeywordIndex: walCheckpointMiB must be an integer >= 1 (got ${opts.walCheckpointMiB})`);
+        const pageSize = this.db.pragma('page_size', { simple: true }) as number;
+        this.db.pragma(`wal_autocheckpoint = ${Math.max(1, Math.floor((opts.walCheckpointMiB * 2 ** 20) / pageSize))}`);
+      }
       this.db.exec(`
         ${chunksTable('chunks')};
         ${CHUNKS_DOCUMENT_INDEX};
@@ -752,6 +780,16 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
         `${result.postings} postings of ${result.terms} terms rewritten, in ${result.ms} ms`,
     );
     return result;
+  }
+
+  /**
+   * Copies what the write-ahead log holds into `keyword.db` without waiting for readers (a PASSIVE checkpoint; what a
+   * reader still needs stays for the next one). The keyword writer calls it once its writes pause, so that a large
+   * `walCheckpointMiB` does not leave searches reading recent pages through the log, or a crash replaying it.
+   */
+  checkpoint(): void {
+    this.assertOpen();
+    this.db.pragma('wal_checkpoint(PASSIVE)');
   }
 
   async close(): Promise<void> {

@@ -264,6 +264,8 @@ export async function createKeywordIndex(config: AppConfig): Promise<KeywordInde
         dir: config.dataDir,
         synchronous: config.RAG_SQLITE_SYNCHRONOUS,
         termCacheBytes: config.RAG_KEYWORD_TERM_CACHE_MB * 2 ** 20,
+        // the keyword writer's setting when this connection writes (RAG_KEYWORD_WRITE_WORKER=false)
+        ...(config.RAG_KEYWORD_WRITE_WORKER ? {} : { walCheckpointMiB: config.RAG_KEYWORD_CHECKPOINT_MIB }),
         onTermCacheStats: (counts) => cacheMetrics.report('main', counts),
       });
     }

@@ -15,6 +15,7 @@ export async function withKeywordWriteWorker(index: KeywordIndex, config: AppCon
       dir: config.dataDir,
       synchronous: config.RAG_SQLITE_SYNCHRONOUS,
       recluster: { ratio: config.RAG_KEYWORD_RECLUSTER_RATIO, minIds: config.RAG_KEYWORD_RECLUSTER_MIN_CHUNKS },
+      walCheckpointMiB: config.RAG_KEYWORD_CHECKPOINT_MIB,
     },
   });
 }

@@ -15,6 +15,8 @@ export interface KeywordWriterData {
   b?: number;
   /** When to recluster (EmbeddedBm25KeywordIndex.reclusterDue), checked after each upsert; absent: never. */
   recluster?: ReclusterPolicy;
+  /** MiB of WAL before a commit checkpoints it (EmbeddedBm25KeywordIndexOptions.walCheckpointMiB; default WRITER_CHECKPOINT_MIB). */
+  walCheckpointMiB?: number;
 }
 
 export type KeywordWriteTask =
@@ -32,7 +34,27 @@ export type KeywordWriteResult = { ok: true; count: number; reclusterDue?: boole
 /** Chunks per write transaction on this thread: in effect a whole task (see EmbeddedBm25KeywordIndexOptions.writeRunItems). */
 const WRITER_RUN_ITEMS = 1_000_000;
 
+/** The writer's checkpoint interval when workerData gives none (see EmbeddedBm25KeywordIndexOptions.walCheckpointMiB). */
+export const WRITER_CHECKPOINT_MIB = 256;
+
+/** After this long without a write task, the writer checkpoints its log (EmbeddedBm25KeywordIndex.checkpoint). */
+export const IDLE_CHECKPOINT_MS = 5_000;
+
 let index: EmbeddedBm25KeywordIndex | undefined;
+let idleCheckpoint: NodeJS.Timeout | undefined;
+
+/** Arms the idle checkpoint after a task; the next task disarms it first, so it never runs inside one. */
+function checkpointWhenIdle(): void {
+  clearTimeout(idleCheckpoint);
+  idleCheckpoint = setTimeout(() => {
+    try {
+      index?.checkpoint();
+    } catch {
+      // best effort: the next commit past walCheckpointMiB, or the close, checkpoints anyway
+    }
+  }, IDLE_CHECKPOINT_MS);
+  idleCheckpoint.unref();
+}
 
 function problemOf(task: unknown): string | null {
   if (typeof task !== 'object' || task === null) return 'a write task must be an object';
@@ -53,6 +75,7 @@ export default async function keywordWriteTask(task: unknown): Promise<KeywordWr
   if (problem) return { ok: false, error: `invalid keyword write task: ${problem}`, invalid: true };
   if ((task as KeywordWriteTask).op === 'close') {
     // the last task before the pool is destroyed: close the connection here rather than with the thread
+    clearTimeout(idleCheckpoint);
     await index?.close();
     index = undefined;
     return { ok: true, count: 0 };
@@ -65,11 +88,13 @@ export default async function keywordWriteTask(task: unknown): Promise<KeywordWr
       dir: data.dir,
       termCacheBytes: 0,
       writeRunItems: WRITER_RUN_ITEMS,
+      walCheckpointMiB: data.walCheckpointMiB ?? WRITER_CHECKPOINT_MIB,
       ...(data.synchronous !== undefined ? { synchronous: data.synchronous } : {}),
       ...(data.k1 !== undefined ? { k1: data.k1 } : {}),
       ...(data.b !== undefined ? { b: data.b } : {}),
     });
     const t = task as Exclude<KeywordWriteTask, { op: 'close' }>;
+    clearTimeout(idleCheckpoint); // not during a task (see checkpointWhenIdle)
     if (t.op === 'upsert') {
       await index.upsert(t.chunks);
       return data.recluster && index.reclusterDue(data.recluster) ? { ok: true, count: 0, reclusterDue: true } : { ok: true, count: 0 };
@@ -78,5 +103,7 @@ export default async function keywordWriteTask(task: unknown): Promise<KeywordWr
     return { ok: true, count: await index.deleteDocument(t.documentId, t.keepVersion) };
   } catch (err) {
     return { ok: false, error: err instanceof Error ? err.message : String(err) };
+  } finally {
+    if (index) checkpointWhenIdle();
   }
 }

@@ -17,8 +17,9 @@ export type SqliteSynchronous = 'FULL' | 'NORMAL';
  * error (SQLITE_CORRUPT*, SQLITE_NOTADB) raised by any statement, pragma, exec or transaction on it is rethrown as a
  * StoreCorruptError naming the file (and recorded for readiness, see observedCorruption); every other error passes
  * through unchanged, so adapters that look at `e.code` (constraint violations, busy) keep working.
+ * `newFilePageSize`: the page size of a file this call creates (SQLite's 4096 otherwise); an existing file keeps its own.
  */
-export function openSqlite(file: string, synchronous: SqliteSynchronous = 'FULL'): Database.Database {
+export function openSqlite(file: string, synchronous: SqliteSynchronous = 'FULL', newFilePageSize?: number): Database.Database {
   if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
   let db: Database.Database;
   try {
@@ -27,6 +28,8 @@ export function openSqlite(file: string, synchronous: SqliteSynchronous = 'FULL'
     throw openError(file, e);
   }
   try {
+    // Only a file with nothing in it yet takes a page size (before WAL mode writes its header); a file keeps its own.
+    if (newFilePageSize !== undefined) db.pragma(`page_size = ${newFilePageSize}`);
     db.pragma('journal_mode = WAL');
     db.pragma(`synchronous = ${synchronous}`);
     db.pragma('busy_timeout = 5000');

@@ -316,6 +316,14 @@ export const ConfigSchema = z.object({
   RAG_KEYWORD_RECLUSTER_RATIO: num(0.5, 0, 100),
   RAG_KEYWORD_RECLUSTER_MIN_CHUNKS: int(50_000, 1, 1_000_000_000),
   /**
+   * Embedded keyword index: MiB of write-ahead log after which the writer copies it into keyword.db (a checkpoint).
+   * A write rewrites the posting pages of every term it touches and a checkpoint writes each page once however many
+   * writes changed it, so a larger log writes less: on a 104k-chunk index 4 MiB (SQLite's default) wrote 1,130 KiB
+   * per chunk, 64 MiB 332, 256 MiB 172 (scripts/bench/README.md). Costs that much disk beside keyword.db (cut back to
+   * 64 MiB after a checkpoint) and ≈ 1 s of log replay on the first open after a crash.
+   */
+  RAG_KEYWORD_CHECKPOINT_MIB: int(256, 1, 65_536),
+  /**
    * Embedded start-up check of every store file: SQLite `quick_check` (default; ≈0.1 s per 100 MB), `full`
    * (`integrity_check`, ≈3–4× slower, also checks index contents) or `off` (schema and cross-store counts only).
    */
