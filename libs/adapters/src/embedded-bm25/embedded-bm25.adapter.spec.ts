@@ -795,6 +795,28 @@ describe('EmbeddedBm25KeywordIndex', () => {
     }
   });
 
+  it('creates keyword.db with 1 KiB pages; a file made with other pages keeps them, with the same results', async () => {
+    const dirB = fs.mkdtempSync(path.join(os.tmpdir(), 'bm25-spec-'));
+    try {
+      const pageSize = (x: EmbeddedBm25KeywordIndex) => (x as unknown as { db: { pragma(p: string, o: { simple: true }): number } }).db.pragma('page_size', { simple: true });
+      const corpus = zipfCorpus(800, 9);
+      const s = make();
+      expect(pageSize(s)).toBe(1024);
+      await s.upsert(corpus);
+      const old = make({ pageSize: 4096 }, dirB);
+      expect(pageSize(old)).toBe(4096);
+      await old.upsert(corpus);
+      await old.close();
+      const reopened = make({}, dirB);
+      expect(pageSize(reopened)).toBe(4096);
+      await reopened.upsert([chunk('late', 1, 0, 'w0x w1x late words')]);
+      await s.upsert([chunk('late', 1, 0, 'w0x w1x late words')]);
+      for (const q of ['w0x w1x', 'w5x w9x w2x', 'late w3x']) expect(await s.search({ query: q, k: 10, scope })).toEqual(await reopened.search({ query: q, k: 10, scope }));
+    } finally {
+      fs.rmSync(dirB, { recursive: true, force: true });
+    }
+  });
+
   it('keeps the block size a file was created with', async () => {
     const s1 = make({ blockBits: 4 });
     await s1.upsert(zipfCorpus(100, 2));

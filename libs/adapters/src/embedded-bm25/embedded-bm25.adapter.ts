@@ -783,13 +783,25 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
   }
 
   /**
-   * Copies what the write-ahead log holds into `keyword.db` without waiting for readers (a PASSIVE checkpoint; what a
-   * reader still needs stays for the next one). The keyword writer calls it once its writes pause, so that a large
-   * `walCheckpointMiB` does not leave searches reading recent pages through the log, or a crash replaying it.
+   * Copies what the write-ahead log holds into `keyword.db` and, when no search is reading from the log, truncates it
+   * to nothing — never waiting for readers (a PASSIVE checkpoint, then a TRUNCATE one that gives up at once if busy;
+   * what a reader still needs stays for the next checkpoint). The keyword writer calls it once its writes pause, so
+   * that a large `walCheckpointMiB` leaves neither searches reading recent pages through the log, nor a crash replaying
+   * it, nor its size on disk. Returns whether the log was emptied.
    */
-  checkpoint(): void {
+  checkpoint(): boolean {
     this.assertOpen();
     this.db.pragma('wal_checkpoint(PASSIVE)');
+    const timeout = this.db.pragma('busy_timeout', { simple: true }) as number;
+    this.db.pragma('busy_timeout = 0');
+    try {
+      const [row] = this.db.pragma('wal_checkpoint(TRUNCATE)') as { busy: number }[];
+      return row?.busy === 0;
+    } catch {
+      return false;
+    } finally {
+      this.db.pragma(`busy_timeout = ${timeout}`);
+    }
   }
 
   async close(): Promise<void> {

@@ -17,6 +17,8 @@ export interface KeywordWriterData {
   recluster?: ReclusterPolicy;
   /** MiB of WAL before a commit checkpoints it (EmbeddedBm25KeywordIndexOptions.walCheckpointMiB; default WRITER_CHECKPOINT_MIB). */
   walCheckpointMiB?: number;
+  /** ms without a write task after which the writer checkpoints its log (default IDLE_CHECKPOINT_MS). */
+  idleCheckpointMs?: number;
 }
 
 export type KeywordWriteTask =
@@ -52,7 +54,7 @@ function checkpointWhenIdle(): void {
     } catch {
       // best effort: the next commit past walCheckpointMiB, or the close, checkpoints anyway
     }
-  }, IDLE_CHECKPOINT_MS);
+  }, (workerData as KeywordWriterData | null)?.idleCheckpointMs ?? IDLE_CHECKPOINT_MS);
   idleCheckpoint.unref();
 }
 

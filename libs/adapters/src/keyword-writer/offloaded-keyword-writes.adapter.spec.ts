@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -62,6 +62,23 @@ function setup(workerFile?: string, recluster?: ReclusterPolicy) {
 const faulty = join(__dirname, 'testing/faulty-keyword-writer.worker.ts');
 
 describe('OffloadedKeywordWrites (embedded BM25 writes on a worker thread)', () => {
+  it('checkpoints the writer\'s log once writes pause, so that recent pages do not stay in a large WAL', async () => {
+    const dir = tempDir();
+    const inner = new EmbeddedBm25KeywordIndex({ dir });
+    const index = new OffloadedKeywordWrites(inner, { index: { dir, walCheckpointMiB: 64, idleCheckpointMs: 100 } });
+    opened.push(index);
+    const dbSize = () => statSync(join(dir, 'keyword.db')).size;
+    const before = dbSize();
+    await index.upsert(corpus);
+    expect(dbSize()).toBe(before); // 64 MiB of log allowed: the write is in the WAL only
+    const deadline = Date.now() + 10_000;
+    while (dbSize() === before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(dbSize()).toBeGreaterThan(before); // copied into keyword.db after 100 ms without writes
+    while (statSync(join(dir, 'keyword.db-wal')).size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(statSync(join(dir, 'keyword.db-wal')).size).toBe(0); // and the log truncated (no search was reading it)
+    for (const req of requests) expect(await index.search(req)).toEqual(await inner.search(req));
+  });
+
   it('writes through the worker what a main-thread index writes: same searches, chunks and counts, read on this thread', async () => {
     const { index } = setup();
     const reference = new EmbeddedBm25KeywordIndex({ dir: tempDir() });

@@ -119,6 +119,9 @@ export class OffloadedKeywordWrites implements KeywordIndex {
       maxThreads: 1,
       concurrentTasksPerWorker: 1,
       idleTimeout: Number.POSITIVE_INFINITY,
+      // Tasks arrive as messages, not through a blocking Atomics.wait: the thread's event loop must run between tasks
+      // for its idle checkpoint (keyword-writer.worker); a task takes milliseconds, the hand-off microseconds either way.
+      atomics: 'disabled',
     });
     // a worker failing outside any task must not crash the process
     this.pool.on('error', () => undefined);
