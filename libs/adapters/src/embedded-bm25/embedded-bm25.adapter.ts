@@ -114,7 +114,7 @@ export interface EmbeddedBm25KeywordIndexOptions {
    * what it does with SQLite's 4 KiB. Measured on a 104k-chunk index (runs of 80 chunks, 256 MiB checkpoints):
    * 138 KiB written per chunk with 4 KiB pages, 91.5 with 2 KiB, 63.9 with 1 KiB, with searches as fast (Cranfield
    * questions, ms per search: 5.3–11.5 against 6.5–10.6 without the term cache, 2.6–8.9 against 2.2–8.3 with it;
-   * scripts/bench/README.md, "Keyword writer checkpoints").
+   * scripts/bench/README.md, keyword-writes).
    */
   pageSize?: 512 | 1024 | 2048 | 4096 | 8192 | 16384 | 32768 | 65536;
   /**
@@ -155,7 +155,7 @@ export interface EmbeddedBm25KeywordIndexOptions {
    * writes each page the log holds once, however many commits rewrote it since the last one: with SQLite's default
    * every commit of a large index was followed by a checkpoint of all its pages. Measured on a 104k-chunk index
    * (runs of 80 chunks, /proc write_bytes per chunk with the final checkpoint): 4 MiB 1,130 KiB, 64 MiB 332 KiB,
-   * 256 MiB 172 KiB (scripts/bench/README.md, "Keyword writer checkpoints"). The log is truncated back to 64 MiB after
+   * 256 MiB 172 KiB (scripts/bench/README.md, keyword-writes). The log is truncated back to 64 MiB after
    * a checkpoint that empties it; a crash replays it on open (sequential, ≈ 1 s per 256 MiB).
    */
   walCheckpointMiB?: number;
