@@ -156,7 +156,7 @@ export interface EmbeddedBm25KeywordIndexOptions {
    * every commit of a large index was followed by a checkpoint of all its pages. Measured on a 104k-chunk index
    * (runs of 80 chunks, /proc write_bytes per chunk with the final checkpoint): 4 MiB 1,130 KiB, 64 MiB 332 KiB,
    * 256 MiB 172 KiB (scripts/bench/README.md, keyword-writes). The log is truncated back to 64 MiB after
-   * a checkpoint that empties it; a crash replays it on open (sequential, ≈ 1 s per 256 MiB).
+   * a checkpoint that empties it; after a crash the next open replays what it holds.
    */
   walCheckpointMiB?: number;
   /**

@@ -320,7 +320,8 @@ export const ConfigSchema = z.object({
    * A write rewrites the posting pages of every term it touches and a checkpoint writes each page once however many
    * writes changed it, so a larger log writes less: on a 104k-chunk index 4 MiB (SQLite's default) wrote 1,130 KiB
    * per chunk, 64 MiB 332, 256 MiB 172 (scripts/bench/README.md). Costs that much disk beside keyword.db (cut back to
-   * 64 MiB after a checkpoint) and ≈ 1 s of log replay on the first open after a crash.
+   * 64 MiB after a checkpoint; truncated after 5 s without writes), and a crash leaves up to that much log for the next
+   * open to replay (not timed here).
    */
   RAG_KEYWORD_CHECKPOINT_MIB: int(256, 1, 65_536),
   /**
