@@ -110,9 +110,10 @@ export interface EmbeddedBm25KeywordIndexOptions {
   /**
    * SQLite page size of a new `keyword.db` (default 1024; an existing file keeps its own — `VACUUM` with the platform
    * stopped converts one). A write rewrites every page holding a directory row, block or term count it changes, and a
-   * run of chunks changes a few thousand of them scattered over the file: with 1 KiB pages each costs a quarter of
-   * what it does with SQLite's 4 KiB. Measured on a 104k-chunk index (runs of 80 chunks, 256 MiB checkpoints):
-   * 138 KiB written per chunk with 4 KiB pages, 91.5 with 2 KiB, 63.9 with 1 KiB, with searches as fast (Cranfield
+   * run of chunks changes a few thousand of them scattered over the file: with 1 KiB pages each takes a quarter of
+   * what it does with SQLite's 4 KiB in the write-ahead log (the checkpoint's scattered writes still cost an OS
+   * page). Measured on a 104k-chunk index (runs of 80 chunks, 256 MiB checkpoints): 138 KiB written per chunk with
+   * 4 KiB pages, 91.5 with 2 KiB, 63.9 with 1 KiB, with searches about as fast (Cranfield
    * questions, ms per search: 5.3–11.5 against 6.5–10.6 without the term cache, 2.6–8.9 against 2.2–8.3 with it;
    * scripts/bench/README.md, keyword-writes).
    */
