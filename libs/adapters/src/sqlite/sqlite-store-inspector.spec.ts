@@ -11,7 +11,9 @@ import { SqliteApiKeyStore } from '../sqlite-api-keys';
 import { SqliteRegistry, SqliteSourceStateStore } from '../sqlite-registry';
 import { openSqlite } from './open-sqlite';
 import { StoreCorruptError, observedCorruption } from './store-error';
-import { SqliteStoreInspector, type StoreFileTarget } from './sqlite-store-inspector';
+import { testChunkOf } from '@rag/contracts';
+import { loadConfig } from '@rag/platform';
+import { SqliteStoreInspector, embeddedStoreFiles, type StoreFileTarget } from './sqlite-store-inspector';
 
 const dirs: string[] = [];
 const tmp = () => {
@@ -32,6 +34,28 @@ function targets(dir: string): StoreFileTarget[] {
     { store: 'embedding_cache', file: join(dir, 'embedding-cache.db') },
   ];
 }
+
+describe('embeddedStoreFiles', () => {
+  it('lists registry.db and api-keys.db only while the shared state is in SQLite', () => {
+    const dir = tmp();
+    const stores = (env: NodeJS.ProcessEnv) => embeddedStoreFiles(loadConfig({ RAG_DATA_DIR: dir, ...env }), space).map((t) => t.store);
+    expect(stores({})).toEqual(['registry', 'keyword', 'vectors', 'bus', 'api_keys', 'embedding_cache']);
+    expect(stores({ RAG_DATABASE_URL: 'postgres://rag@127.0.0.1:5432/rag' })).toEqual(['keyword', 'vectors', 'bus', 'embedding_cache']);
+    expect(stores({ RAG_DATABASE_URL_FILE: join(dir, 'url') })).toEqual(['keyword', 'vectors', 'bus', 'embedding_cache']);
+  });
+
+  it('with the registry in PostgreSQL, an embedded index holding chunks is not taken for a lost registry', async () => {
+    const dir = tmp();
+    const kw = new EmbeddedBm25KeywordIndex({ dir });
+    await kw.upsert([testChunkOf('d1', 1, 0, { tenant: 't', text: 'wing flutter at high speed' })]);
+    await kw.close();
+    const config = loadConfig({ RAG_DATA_DIR: dir, RAG_DATABASE_URL: 'postgres://rag@127.0.0.1:5432/rag' });
+    const r = await new SqliteStoreInspector(embeddedStoreFiles(config, space)).inspect('quick');
+    expect(r.files.filter((f) => !f.ok)).toEqual([]);
+    expect(r.counts.keywordChunks).toBe(1);
+    expect(r.counts.registryDocuments).toBeNull();
+  });
+});
 
 describe('SqliteStoreInspector', () => {
   it('accepts the files every adapter creates (the expected schemas match the adapters)', async () => {

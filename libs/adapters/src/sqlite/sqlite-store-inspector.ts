@@ -94,16 +94,25 @@ export interface StoreFileTarget {
   file: string;
 }
 
-/** The embedded store files of a configuration (stores served by Kafka/Milvus/OpenSearch have none). */
+/**
+ * The embedded store files of a configuration (stores served by Kafka/Milvus/OpenSearch have none). With
+ * RAG_DATABASE_URL (or RAG_DATABASE_URL_FILE) the registry and the API keys live in PostgreSQL (see
+ * shared-state.factory.ts), so `registry.db` and `api-keys.db` are not the platform's and are not inspected: a
+ * leftover or absent `registry.db` there would otherwise count as the registry — an absent one as a lost registry
+ * beside an embedded index that holds chunks, refusing the start. The registry's counts are then unknown (null) and
+ * the cross-store count rules are skipped; checking PostgreSQL's registry against the embedded indexes is not built
+ * (the inspector reads files only).
+ */
 export function embeddedStoreFiles(config: AppConfig, space: EmbeddingSpace | null): StoreFileTarget[] {
   const dir = config.dataDir;
-  const out: StoreFileTarget[] = [{ store: 'registry', file: join(dir, 'registry.db') }];
+  const sharedStateInPostgres = Boolean(config.RAG_DATABASE_URL || config.RAG_DATABASE_URL_FILE);
+  const out: StoreFileTarget[] = sharedStateInPostgres ? [] : [{ store: 'registry', file: join(dir, 'registry.db') }];
   if (config.RAG_KEYWORD_INDEX === 'embedded') out.push({ store: 'keyword', file: join(dir, 'keyword.db') });
   if (config.RAG_VECTOR_STORE === 'embedded' && space) {
     out.push({ store: 'vectors', file: join(dir, 'vectors', modelFolderName(space.modelId, space.dim), 'vectors.db') });
   }
   if (config.RAG_BUS === 'embedded') out.push({ store: 'bus', file: join(dir, 'bus.db') });
-  out.push({ store: 'api_keys', file: join(dir, API_KEYS_DB_FILE) });
+  if (!sharedStateInPostgres) out.push({ store: 'api_keys', file: join(dir, API_KEYS_DB_FILE) });
   out.push({ store: 'embedding_cache', file: join(dir, 'embedding-cache.db') });
   return out;
 }
