@@ -965,6 +965,34 @@ describe('EmbeddedBm25KeywordIndex', () => {
     expect(s.reclusterDue({ ratio: 0.5, minIds: 1000 })).toBe(true);
   });
 
+  it('a recluster gives up, keeping the old tables, when another connection writes to the file while it runs', async () => {
+    const s = make();
+    await s.upsert(topicalCorpus(2000, 9));
+    const reqs = topicQueries(rng(5), 10).map((query) => ({ query, k: 10, scope }));
+    const before = reqs.map((q) => s.searchWithStats(q).hits);
+    // between two of its steps (the plan, then the chunk rows, are committed), another connection commits a write
+    type Writes = { write: <T>(fn: () => T) => T };
+    let calls = 0;
+    const orig = (s as unknown as Writes).write;
+    vi.spyOn(s as unknown as Writes, 'write').mockImplementation(function <T>(this: unknown, fn: () => T): T {
+      if (++calls === 3) {
+        const other = new Database(s.file);
+        other.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('spec_other_writer', '1')").run();
+        other.close();
+      }
+      return orig.call(this, fn) as T;
+    });
+    expect(() => s.recluster()).toThrow(/another connection wrote to the file while it ran/);
+    vi.restoreAllMocks();
+    expect(reqs.map((q) => s.searchWithStats(q).hits)).toEqual(before);
+    const db = new Database(s.file, { readonly: true });
+    expect(db.prepare("SELECT name FROM sqlite_master WHERE name IN ('chunks_r', 'blocks_r', 'dirs_r')").all()).toEqual([]);
+    db.close();
+    expect(s.reclusterDue({ ratio: 0.5, minIds: 1000 })).toBe(true);
+    expect(s.recluster().children).toBeGreaterThan(0); // with no other writer it goes through
+    expect(reqs.map((q) => s.searchWithStats(q).hits)).toEqual(before);
+  });
+
   it('is due once the ids written since the last recluster reach minIds and ratio × the ids it ordered', async () => {
     const s = make();
     expect(s.reclusterDue({ ratio: 0.5, minIds: 1 })).toBe(false); // empty

@@ -306,6 +306,13 @@ const SUB_BLOCK_BITS = 4;
 const SMALL_BLOCK_MIN = 8;
 /** Buckets of the visiting order (sub-blocks by descending bound; a counting sort, linear in the sub-blocks). */
 const ORDER_BUCKETS = 4096;
+/**
+ * About how many bytes of new rows a recluster writes per transaction (see recluster). Committed steps keep the WAL
+ * frames a page read must look through down to those since the last checkpoint (walCheckpointMiB); smaller steps
+ * only mean more commits, each of which clears the searches' term caches.
+ */
+const RECLUSTER_STEP_BYTES = 32 * 2 ** 20;
+
 /** Terms in fewer children than this do not group chunks in a recluster (fewer than half a 64-id sub-block). */
 const CLUSTER_MIN_DF = 30;
 /** Nor do terms in more than this share of the children (they are in every group). */
@@ -755,20 +762,42 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
    * what changes is how many sub-blocks a search visits (scripts/bench/README.md, keyword-scale). Deleted chunks' ids
    * are reclaimed on the way.
    *
-   * One IMMEDIATE transaction: the new tables are written beside the old ones and swapped in at the end, so a crash
-   * at any point leaves the file as it was, and other connections' searches read their snapshot until the commit
-   * (then their term caches clear: `PRAGMA data_version`). Writers on this file wait — the keyword writer runs it
-   * between its write tasks, so ingestion pauses for its duration (progress logged every 10 s). Cost: one pass over
-   * the chunk rows and one over every posting block, linear in the index; run when the ids written since the last
-   * one reach a share of the index (reclusterDue), that is amortised to a constant number of rewrites per chunk.
-   * Disk: the old tables' pages are free (reused by later writes) after the commit, so the file grows to about
-   * twice its data at the first recluster and no further; the WAL holds the new tables until the checkpoint that
-   * follows (truncated then, when no reader holds it).
+   * The new tables (`chunks_r`, `blocks_r`, `dirs_r`) are written beside the old ones in committed steps of about
+   * RECLUSTER_STEP_BYTES each, and swapped in by one last transaction — which first checks (`PRAGMA data_version`)
+   * that no other connection wrote to the file meanwhile, and gives up (dropping the new tables) if one did: this
+   * connection is the file's only writer in the platform (the keyword writer), and it does nothing else until the
+   * recluster returns. A crash before the swap leaves the old tables as they were and the partial new ones beside
+   * them (dropped by the next recluster, which is due again at once); a failure drops them on the way out. Searches
+   * on other connections read the old tables throughout (their term caches clear at each step's commit:
+   * `PRAGMA data_version`, and refill). Writers on this file wait — the keyword writer runs it between its write
+   * tasks, so ingestion pauses for its duration (progress logged every 10 s). Cost: one pass over the chunk rows and
+   * one over every posting block, linear in the index; run when the ids written since the last one reach a share of
+   * the index (reclusterDue), that is amortised to a constant number of rewrites per chunk.
+   *
+   * Why steps, not one transaction (until 2026-12-07): a transaction larger than SQLite's page cache spills its
+   * pages into the WAL, and every page read that misses the cache then probes the WAL index of every frame the
+   * transaction wrote — a cost per read that grows with what was written, so the whole recluster grew with the
+   * square of the index. Measured in `bench scale` to 1M chunks: ingestion paused 180 / 360 / 900 s at ≈ 350k /
+   * 525k / 790k chunks (1.5× apart); the chunk-row copy of a 1.45M-id index slowed from 15k to 5k rows/s as the
+   * transaction grew (scripts/bench/README.md, scale).
+   * Disk: the old tables' pages are free (reused by later writes) after the swap, so the file grows to about
+   * twice its data at the first recluster and no further; the WAL is checkpointed as the steps commit (every
+   * walCheckpointMiB) and after the swap.
    */
   recluster(): ReclusterResult {
     this.assertOpen();
     const started = Date.now();
-    const result = this.write(() => this.reclusterTx(started));
+    let result: ReclusterResult;
+    try {
+      result = this.reclusterInSteps(started);
+    } catch (e) {
+      try {
+        this.write(() => this.dropReclusterTables());
+      } catch {
+        // the next recluster drops them first
+      }
+      throw e; // the old tables are unchanged, and so is what the term cache holds of them
+    }
     this.termCache.clear();
     try {
       this.db.pragma('wal_checkpoint(TRUNCATE)');
@@ -1624,60 +1653,46 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     for (const [block, data] of this.stmt.termBlocks.all(termId)) visit(block, decodeWords(data));
   }
 
-  /** recluster's transaction: keys, order, the new tables written beside the old ones, the swap. */
-  private reclusterTx(started: number): ReclusterResult {
-    const B = this.blockSize;
-    const st = this.stmt.stats.get()!;
-    const maxId = this.stmt.maxId.get()!;
-    this.log.info(`reclustering ${this.file}: renumbering ${maxId} chunk ids by topic (keyword writes wait; ≈ 8,000 chunks/s)`);
-    let logged = Date.now();
-    const progress = (what: string): void => {
-      if (Date.now() - logged < 10_000) return;
-      logged = Date.now();
-      this.log.info(`reclustering ${this.file}: ${what}, ${Math.round((Date.now() - started) / 1000)} s`);
-    };
-    // 1. Each child's two strongest mid-frequency terms.
-    const keys = new ClusterKeys(maxId + 1);
-    const avgdl = st.docs > 0 && st.total_len > 0 ? st.total_len / st.docs : 1;
-    const { K0, K1 } = this.norms(avgdl);
-    const maxDf = Math.max(CLUSTER_MIN_DF, Math.floor(st.docs * CLUSTER_MAX_DF_SHARE));
-    const eligible = this.db.prepare<[number, number], [number, number]>('SELECT id, df FROM terms WHERE df BETWEEN ? AND ? ORDER BY id').raw(true).all(CLUSTER_MIN_DF, maxDf);
-    eligible.forEach(([termId, df], i) => {
-      const idf = Math.log(1 + (st.docs - df + 0.5) / (df + 0.5));
-      this.forEachPosting(termId, (id, tf, len) => keys.add(id, termId, (idf * tf) / (tf + K0 + K1 * len)));
-      progress(`topic keys, ${i + 1} of ${eligible.length} terms`);
-    });
-    // 2. The new order: children clustered, then parents; newOf[old id] = new id.
-    const children: number[] = [];
-    const parents: number[] = [];
-    for (const [id, kind] of this.db.prepare<[], [number, string]>('SELECT id, kind FROM chunks ORDER BY id').raw(true).iterate()) (kind === 'child' ? children : parents).push(id);
-    const rows = children.length + parents.length;
-    const order = keys.order(Uint32Array.from(children));
-    let keyed = 0;
-    const newOf = new Uint32Array(maxId + 1);
-    order.forEach((old, i) => (newOf[old] = i + 1));
-    parents.forEach((old, i) => (newOf[old] = order.length + i + 1));
-    for (const old of order) if (keys.hasKey(old)) keyed++;
-    // 3. The chunk rows under their new ids (appended in id order).
+  private dropReclusterTables(): void {
     for (const t of ['chunks_r', 'blocks_r', 'dirs_r']) this.db.exec(`DROP TABLE IF EXISTS ${t}`);
-    this.db.exec(chunksTable('chunks_r'));
+  }
+
+  /** recluster's steps: keys and order, the new tables written beside the old ones (committed in steps), the swap. */
+  private reclusterInSteps(started: number): ReclusterResult {
+    const dataVersion = (): number => this.db.pragma('data_version', { simple: true }) as number;
+    // Runs `step` over items from `next` in transactions of about RECLUSTER_STEP_BYTES each (step returns the bytes it wrote).
+    const inSteps = (count: number, step: (i: number) => number): void => {
+      let i = 0;
+      while (i < count) {
+        this.write(() => {
+          let bytes = 0;
+          while (i < count && bytes < RECLUSTER_STEP_BYTES) bytes += step(i++);
+        });
+      }
+    };
+    const prep = this.write(() => this.reclusterPlan(started, dataVersion()));
+    const { order, parents, rows, newOf, maxId, progress } = prep;
+    // 3. The chunk rows under their new ids (appended in id order).
     const getRow = this.db.prepare<[number], unknown[]>(`SELECT ${CHUNK_COLUMNS} FROM chunks WHERE id = ?`).raw(true);
     const putRow = this.db.prepare(`INSERT INTO chunks_r (id, ${CHUNK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
-    const copy = (old: number, id: number): void => {
-      putRow.run(id, ...getRow.get(old)!);
+    inSteps(rows, (i) => {
+      const id = i + 1;
+      const row = getRow.get(i < order.length ? order[i]! : parents[i - order.length]!)!;
+      putRow.run(id, ...row);
       if ((id & 0xffff) === 0) progress(`chunk rows, ${id} of ${rows}`);
-    };
-    order.forEach((old, i) => copy(old, i + 1));
-    parents.forEach((old, i) => copy(old, order.length + i + 1));
+      let bytes = 64;
+      for (const v of row) bytes += typeof v === 'string' ? v.length : v instanceof Uint8Array ? v.byteLength : 8;
+      return bytes;
+    });
     // 4. Every term's postings under the new ids, as blocks and directories (appended in (term, block) order).
-    this.db.exec(blocksTable('blocks_r'));
-    this.db.exec(dirsTable('dirs_r'));
+    const B = this.blockSize;
     const putBlock = this.db.prepare('INSERT INTO blocks_r (term_id, block, max_tf, min_len, n, sub, data) VALUES (?, ?, ?, ?, ?, NULL, ?)');
     const putDir = this.db.prepare('INSERT INTO dirs_r (term_id, seg, data) VALUES (?, ?, ?)');
     const termIds = this.db.prepare<[], number>('SELECT id FROM terms ORDER BY id').pluck(true).all();
     let keysOf = new Float64Array(1024);
     let postings = 0;
-    termIds.forEach((termId, t) => {
+    inSteps(termIds.length, (t) => {
+      const termId = termIds[t]!;
       // Sorted by new id as one float64 key per posting: new id · 2^21 + its index in these lists (exact while ids are
       // below 2^31 and the term has fewer than 2^21 postings; otherwise an index array is sorted, slower).
       const ids: number[] = [];
@@ -1728,14 +1743,61 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
       flushSeg();
       postings += n;
       progress(`posting blocks, ${t + 1} of ${termIds.length} terms`);
+      return 64 + 8 * n; // a posting is two words, a block or directory row a few dozen bytes more
     });
-    // 5. The swap. Dropping a table drops its indexes; renaming one renames its UNIQUE constraint's index with it.
-    this.db.exec('DROP TABLE chunks; DROP TABLE blocks; DROP TABLE dirs');
-    this.db.exec('ALTER TABLE chunks_r RENAME TO chunks; ALTER TABLE blocks_r RENAME TO blocks; ALTER TABLE dirs_r RENAME TO dirs');
-    this.db.exec(CHUNKS_DOCUMENT_INDEX);
-    this.ensureVisibilityIndex();
-    this.db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('clustered_upto', ?)").run(String(rows));
-    return { children: order.length, parents: parents.length, keyed, terms: termIds.length, postings, ms: 0 };
+    // 5. The swap, unless another connection wrote meanwhile (the new tables would miss its change). Dropping a table
+    // drops its indexes; renaming one renames its UNIQUE constraint's index with it.
+    this.write(() => {
+      if (dataVersion() !== prep.dataVersion) {
+        throw new Error(`recluster of ${this.file} given up: another connection wrote to the file while it ran (this connection must be its only writer); the old tables are kept`);
+      }
+      this.db.exec('DROP TABLE chunks; DROP TABLE blocks; DROP TABLE dirs');
+      this.db.exec('ALTER TABLE chunks_r RENAME TO chunks; ALTER TABLE blocks_r RENAME TO blocks; ALTER TABLE dirs_r RENAME TO dirs');
+      this.db.exec(CHUNKS_DOCUMENT_INDEX);
+      this.ensureVisibilityIndex();
+      this.db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('clustered_upto', ?)").run(String(rows));
+    });
+    return { children: order.length, parents: parents.length, keyed: prep.keyed, terms: termIds.length, postings, ms: 0 };
+  }
+
+  /** recluster's first step (in its transaction): the topic keys, the new order, and the new tables, created empty. */
+  private reclusterPlan(started: number, dataVersion: number) {
+    const st = this.stmt.stats.get()!;
+    const maxId = this.stmt.maxId.get()!;
+    this.log.info(`reclustering ${this.file}: renumbering ${maxId} chunk ids by topic (keyword writes wait; ≈ 8,000 chunks/s)`);
+    let logged = Date.now();
+    const progress = (what: string): void => {
+      if (Date.now() - logged < 10_000) return;
+      logged = Date.now();
+      this.log.info(`reclustering ${this.file}: ${what}, ${Math.round((Date.now() - started) / 1000)} s`);
+    };
+    // 1. Each child's two strongest mid-frequency terms.
+    const keys = new ClusterKeys(maxId + 1);
+    const avgdl = st.docs > 0 && st.total_len > 0 ? st.total_len / st.docs : 1;
+    const { K0, K1 } = this.norms(avgdl);
+    const maxDf = Math.max(CLUSTER_MIN_DF, Math.floor(st.docs * CLUSTER_MAX_DF_SHARE));
+    const eligible = this.db.prepare<[number, number], [number, number]>('SELECT id, df FROM terms WHERE df BETWEEN ? AND ? ORDER BY id').raw(true).all(CLUSTER_MIN_DF, maxDf);
+    eligible.forEach(([termId, df], i) => {
+      const idf = Math.log(1 + (st.docs - df + 0.5) / (df + 0.5));
+      this.forEachPosting(termId, (id, tf, len) => keys.add(id, termId, (idf * tf) / (tf + K0 + K1 * len)));
+      progress(`topic keys, ${i + 1} of ${eligible.length} terms`);
+    });
+    // 2. The new order: children clustered, then parents; newOf[old id] = new id.
+    const children: number[] = [];
+    const parents: number[] = [];
+    for (const [id, kind] of this.db.prepare<[], [number, string]>('SELECT id, kind FROM chunks ORDER BY id').raw(true).iterate()) (kind === 'child' ? children : parents).push(id);
+    const rows = children.length + parents.length;
+    const order = keys.order(Uint32Array.from(children));
+    let keyed = 0;
+    const newOf = new Uint32Array(maxId + 1);
+    order.forEach((old, i) => (newOf[old] = i + 1));
+    parents.forEach((old, i) => (newOf[old] = order.length + i + 1));
+    for (const old of order) if (keys.hasKey(old)) keyed++;
+    this.dropReclusterTables();
+    this.db.exec(chunksTable('chunks_r'));
+    this.db.exec(blocksTable('blocks_r'));
+    this.db.exec(dirsTable('dirs_r'));
+    return { order, parents, rows, newOf, maxId, keyed, progress, dataVersion };
   }
 
   /** A block's postings plus new ones (both sorted by offset; a new posting replaces an old one at its offset). */
