@@ -65,8 +65,9 @@ function mergedChunks(batch: QueuedWrite[]): Chunk[] {
  * - the thread starts on the first write: a process that only searches never starts it;
  * - recluster (when `index.recluster` is set): an upsert after which one is due (reclusterDue) says so, and a
  *   recluster task is queued behind the writes already waiting — the upsert's caller is not held up, later writes wait
- *   for it (one transaction; searches go on). Logged and counted (rag_keyword_reclusters_total); one that fails is
- *   rolled back and not tried again for 15 minutes; it never runs on the main thread;
+ *   for it (committed steps, swapped in at the end; searches go on). Logged and counted
+ *   (rag_keyword_reclusters_total); one that fails leaves the old tables (its new ones dropped) and is not tried
+ *   again for 15 minutes; it never runs on the main thread;
  * - close() waits for the writes in flight, closes the writer's connection, then `inner` — except a recluster in
  *   flight, which is abandoned (the thread is stopped; SQLite rolls the transaction back) rather than hold up a
  *   shutdown for minutes: the writes queued behind it are rejected (not written; a bus redelivers them).
