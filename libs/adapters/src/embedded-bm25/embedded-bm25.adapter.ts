@@ -1660,7 +1660,7 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
   /** recluster's steps: keys and order, the new tables written beside the old ones (committed in steps), the swap. */
   private reclusterInSteps(started: number): ReclusterResult {
     const dataVersion = (): number => this.db.pragma('data_version', { simple: true }) as number;
-    // Runs `step` over items from `next` in transactions of about RECLUSTER_STEP_BYTES each (step returns the bytes it wrote).
+    // Runs step(i) for i = 0 … count − 1 in transactions of about RECLUSTER_STEP_BYTES each (a step returns what it wrote).
     const inSteps = (count: number, step: (i: number) => number): void => {
       let i = 0;
       while (i < count) {
