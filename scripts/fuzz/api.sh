@@ -60,7 +60,8 @@ key="$(rag keys create --tenant fuzz --scopes admin,ingest,query --unrestricted 
   node -e 'let s="";process.stdin.on("data",(d)=>(s+=d)).on("end",()=>process.stdout.write(JSON.parse(s).key))')" || fail "rag keys create failed"
 
 log="$(dirname "$out")/fuzz-server.log"
-rag start >"$log" 2>&1 &
+# node itself in the background (not the `rag` function, whose subshell would be $!: killing it left the server running)
+node "$dist/apps/cli/src/main.js" start >"$log" 2>&1 &
 server_pid=$!
 base="http://127.0.0.1:$port"
 for _ in $(seq 1 300); do
