@@ -1,6 +1,7 @@
 import { type AppConfig, metrics } from '@rag/platform';
-import type { ApiKeyStore, LeaderElection, RateLimiter } from '@rag/ports';
+import type { ApiKeyStore, EmbeddingSpace, LeaderElection, RateLimiter } from '@rag/ports';
 import { SqliteApiKeyStore } from '../sqlite-api-keys';
+import { SqliteStoreInspector, embeddedStoreFiles } from '../sqlite/sqlite-store-inspector';
 import { secretFrom } from './sources.factory';
 
 /*
@@ -16,6 +17,14 @@ export function databaseUrl(config: AppConfig): string | undefined {
     throw new Error('RAG_DATABASE_URL_FILE: the file must hold a postgres:// or postgresql:// URL');
   }
   return url;
+}
+
+/**
+ * The inspector of a configuration's embedded store files. Where the shared state is decided by `databaseUrl` above,
+ * so registry.db and api-keys.db are inspected exactly when the platform would open them.
+ */
+export function createStoreInspector(config: AppConfig, space: EmbeddingSpace | null): SqliteStoreInspector {
+  return new SqliteStoreInspector(embeddedStoreFiles(config, space, databaseUrl(config) ? 'postgres' : 'sqlite'));
 }
 
 const pgOptions = (config: AppConfig, url: string) => ({ url, poolMax: config.RAG_DATABASE_POOL_MAX });

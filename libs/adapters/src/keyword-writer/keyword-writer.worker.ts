@@ -15,7 +15,10 @@ export interface KeywordWriterData {
   b?: number;
   /** When to recluster (EmbeddedBm25KeywordIndex.reclusterDue), checked after each upsert; absent: never. */
   recluster?: ReclusterPolicy;
-  /** MiB of WAL before a commit checkpoints it (EmbeddedBm25KeywordIndexOptions.walCheckpointMiB; default WRITER_CHECKPOINT_MIB). */
+  /**
+   * MiB of WAL before a commit checkpoints it (EmbeddedBm25KeywordIndexOptions.walCheckpointMiB). The platform passes
+   * RAG_KEYWORD_CHECKPOINT_MIB (create.ts), whose default lives in the configuration only; absent: the index's own.
+   */
   walCheckpointMiB?: number;
   /** ms without a write task after which the writer checkpoints its log (default IDLE_CHECKPOINT_MS). */
   idleCheckpointMs?: number;
@@ -35,9 +38,6 @@ export type KeywordWriteResult = { ok: true; count: number; reclusterDue?: boole
 
 /** Chunks per write transaction on this thread: in effect a whole task (see EmbeddedBm25KeywordIndexOptions.writeRunItems). */
 const WRITER_RUN_ITEMS = 1_000_000;
-
-/** The writer's checkpoint interval when workerData gives none (see EmbeddedBm25KeywordIndexOptions.walCheckpointMiB). */
-export const WRITER_CHECKPOINT_MIB = 256;
 
 /** After this long without a write task, the writer checkpoints its log (EmbeddedBm25KeywordIndex.checkpoint). */
 export const IDLE_CHECKPOINT_MS = 5_000;
@@ -90,7 +90,7 @@ export default async function keywordWriteTask(task: unknown): Promise<KeywordWr
       dir: data.dir,
       termCacheBytes: 0,
       writeRunItems: WRITER_RUN_ITEMS,
-      walCheckpointMiB: data.walCheckpointMiB ?? WRITER_CHECKPOINT_MIB,
+      ...(data.walCheckpointMiB !== undefined ? { walCheckpointMiB: data.walCheckpointMiB } : {}),
       ...(data.synchronous !== undefined ? { synchronous: data.synchronous } : {}),
       ...(data.k1 !== undefined ? { k1: data.k1 } : {}),
       ...(data.b !== undefined ? { b: data.b } : {}),

@@ -1,2 +1,2 @@
 export { StoreCorruptError, StoreOpenError, RESTORE_ADVICE, isCorruptionCode, observedCorruption } from './store-error';
-export { SqliteStoreInspector, createStoreInspector, embeddedStoreFiles, EXPECTED_SCHEMAS, type StoreFileTarget } from './sqlite-store-inspector';
+export { SqliteStoreInspector, embeddedStoreFiles, EXPECTED_SCHEMAS, type StoreFileTarget } from './sqlite-store-inspector';

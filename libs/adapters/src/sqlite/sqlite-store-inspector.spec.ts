@@ -13,7 +13,8 @@ import { openSqlite } from './open-sqlite';
 import { StoreCorruptError, observedCorruption } from './store-error';
 import { testChunkOf } from '@rag/contracts';
 import { loadConfig } from '@rag/platform';
-import { SqliteStoreInspector, embeddedStoreFiles, type StoreFileTarget } from './sqlite-store-inspector';
+import { createStoreInspector } from '../factory/shared-state.factory';
+import { SqliteStoreInspector, type StoreFileTarget } from './sqlite-store-inspector';
 
 const dirs: string[] = [];
 const tmp = () => {
@@ -35,13 +36,19 @@ function targets(dir: string): StoreFileTarget[] {
   ];
 }
 
-describe('embeddedStoreFiles', () => {
-  it('lists registry.db and api-keys.db only while the shared state is in SQLite', () => {
+describe('createStoreInspector', () => {
+  it('inspects registry.db and api-keys.db exactly when the platform keeps its shared state in them', () => {
     const dir = tmp();
-    const stores = (env: NodeJS.ProcessEnv) => embeddedStoreFiles(loadConfig({ RAG_DATA_DIR: dir, ...env }), space).map((t) => t.store);
-    expect(stores({})).toEqual(['registry', 'keyword', 'vectors', 'bus', 'api_keys', 'embedding_cache']);
-    expect(stores({ RAG_DATABASE_URL: 'postgres://rag@127.0.0.1:5432/rag' })).toEqual(['keyword', 'vectors', 'bus', 'embedding_cache']);
-    expect(stores({ RAG_DATABASE_URL_FILE: join(dir, 'url') })).toEqual(['keyword', 'vectors', 'bus', 'embedding_cache']);
+    const stores = (env: NodeJS.ProcessEnv) => createStoreInspector(loadConfig({ RAG_DATA_DIR: dir, ...env }), space).targets.map((t) => t.store);
+    const all = ['registry', 'keyword', 'vectors', 'bus', 'api_keys', 'embedding_cache'];
+    const withoutSharedState = ['keyword', 'vectors', 'bus', 'embedding_cache'];
+    expect(stores({})).toEqual(all);
+    expect(stores({ RAG_DATABASE_URL: 'postgres://rag@127.0.0.1:5432/rag' })).toEqual(withoutSharedState);
+    writeFileSync(join(dir, 'url'), 'postgresql://rag@db:5432/rag\n');
+    expect(stores({ RAG_DATABASE_URL_FILE: join(dir, 'url') })).toEqual(withoutSharedState);
+    // An empty Secret file leaves the shared state in SQLite (databaseUrl), so its files are inspected.
+    writeFileSync(join(dir, 'empty'), '\n');
+    expect(stores({ RAG_DATABASE_URL_FILE: join(dir, 'empty') })).toEqual(all);
   });
 
   it('with the registry in PostgreSQL, an embedded index holding chunks is not taken for a lost registry', async () => {
@@ -50,7 +57,7 @@ describe('embeddedStoreFiles', () => {
     await kw.upsert([testChunkOf('d1', 1, 0, { tenant: 't', text: 'wing flutter at high speed' })]);
     await kw.close();
     const config = loadConfig({ RAG_DATA_DIR: dir, RAG_DATABASE_URL: 'postgres://rag@127.0.0.1:5432/rag' });
-    const r = await new SqliteStoreInspector(embeddedStoreFiles(config, space)).inspect('quick');
+    const r = await createStoreInspector(config, space).inspect('quick');
     expect(r.files.filter((f) => !f.ok)).toEqual([]);
     expect(r.counts.keywordChunks).toBe(1);
     expect(r.counts.registryDocuments).toBeNull();

@@ -95,24 +95,24 @@ export interface StoreFileTarget {
 }
 
 /**
- * The embedded store files of a configuration (stores served by Kafka/Milvus/OpenSearch have none). With
- * RAG_DATABASE_URL (or RAG_DATABASE_URL_FILE) the registry and the API keys live in PostgreSQL (see
- * shared-state.factory.ts), so `registry.db` and `api-keys.db` are not the platform's and are not inspected: a
- * leftover or absent `registry.db` there would otherwise count as the registry — an absent one as a lost registry
- * beside an embedded index that holds chunks, refusing the start. The registry's counts are then unknown (null) and
- * the cross-store count rules are skipped; checking PostgreSQL's registry against the embedded indexes is not built
- * (the inspector reads files only).
+ * The embedded store files of a configuration (stores served by Kafka/Milvus/OpenSearch have none). With the shared
+ * state in PostgreSQL (RAG_DATABASE_URL or RAG_DATABASE_URL_FILE; the factory's `databaseUrl` decides, see
+ * `createStoreInspector` in factory/shared-state.factory.ts) the registry and the API keys live there, so
+ * `registry.db` and `api-keys.db` are not the platform's and are not inspected: a leftover or absent `registry.db`
+ * there would otherwise count as the registry — an absent one as a lost registry beside an embedded index that holds
+ * chunks, refusing the start. The registry's counts are then unknown (null) and the cross-store count rules are
+ * skipped; checking PostgreSQL's registry against the embedded indexes is not built (the inspector reads files only).
  */
-export function embeddedStoreFiles(config: AppConfig, space: EmbeddingSpace | null): StoreFileTarget[] {
+export function embeddedStoreFiles(config: AppConfig, space: EmbeddingSpace | null, sharedState: 'sqlite' | 'postgres'): StoreFileTarget[] {
   const dir = config.dataDir;
-  const sharedStateInPostgres = Boolean(config.RAG_DATABASE_URL || config.RAG_DATABASE_URL_FILE);
-  const out: StoreFileTarget[] = sharedStateInPostgres ? [] : [{ store: 'registry', file: join(dir, 'registry.db') }];
+  const inSqlite = sharedState === 'sqlite';
+  const out: StoreFileTarget[] = inSqlite ? [{ store: 'registry', file: join(dir, 'registry.db') }] : [];
   if (config.RAG_KEYWORD_INDEX === 'embedded') out.push({ store: 'keyword', file: join(dir, 'keyword.db') });
   if (config.RAG_VECTOR_STORE === 'embedded' && space) {
     out.push({ store: 'vectors', file: join(dir, 'vectors', modelFolderName(space.modelId, space.dim), 'vectors.db') });
   }
   if (config.RAG_BUS === 'embedded') out.push({ store: 'bus', file: join(dir, 'bus.db') });
-  if (!sharedStateInPostgres) out.push({ store: 'api_keys', file: join(dir, API_KEYS_DB_FILE) });
+  if (inSqlite) out.push({ store: 'api_keys', file: join(dir, API_KEYS_DB_FILE) });
   out.push({ store: 'embedding_cache', file: join(dir, 'embedding-cache.db') });
   return out;
 }
@@ -339,9 +339,4 @@ export class SqliteStoreInspector implements StoreInspector {
       counts.vectorRecords = has('records') ? vectorRecordCount(db!, has('record_count')) : 0;
     }
   }
-}
-
-/** The inspector of a configuration's embedded stores. */
-export function createStoreInspector(config: AppConfig, space: EmbeddingSpace | null): SqliteStoreInspector {
-  return new SqliteStoreInspector(embeddedStoreFiles(config, space));
 }
