@@ -93,6 +93,41 @@ describe('SqliteStoreInspector', () => {
     expect(r.counts.keywordChunks).toBe(0);
   });
 
+  it('reading a file ahead of the check (large files, cold start) finds the same: healthy ok, a scrambled page corrupt', async () => {
+    const dir = tmp();
+    const kw = new EmbeddedBm25KeywordIndex({ dir });
+    await kw.upsert(Array.from({ length: 400 }, (_, i) => testChunkOf(`d${i}`, 1, 0, { tenant: 't', text: `wing flutter ${i} at speed ${i * 7} over the plate` })));
+    await kw.close();
+    const keyword = (r: Awaited<ReturnType<SqliteStoreInspector['inspect']>>) => r.files.find((f) => f.store === 'keyword')!;
+    const without = await new SqliteStoreInspector(targets(dir), { readAheadMinBytes: Number.MAX_SAFE_INTEGER }).inspect('quick');
+    const ahead = await new SqliteStoreInspector(targets(dir), { readAheadMinBytes: 0 }).inspect('quick');
+    expect(keyword(ahead)).toEqual(keyword(without));
+    expect(keyword(ahead).ok).toBe(true);
+    expect(ahead.counts.keywordChunks).toBe(400);
+    // Random bytes over every page after the first: the b-trees' pages are no longer pages.
+    const file = join(dir, 'keyword.db');
+    const pageSize = (() => {
+      const db = new Database(file, { readonly: true });
+      try {
+        return db.pragma('page_size', { simple: true }) as number;
+      } finally {
+        db.close();
+      }
+    })();
+    const fd = openSync(file, 'r+');
+    try {
+      const junk = Buffer.alloc(pageSize, 0xa5);
+      for (let page = 1; page < 6; page++) writeSync(fd, junk, 0, junk.length, page * pageSize);
+    } finally {
+      closeSync(fd);
+    }
+    const scrambledWithout = await new SqliteStoreInspector(targets(dir), { readAheadMinBytes: Number.MAX_SAFE_INTEGER }).inspect('quick');
+    const scrambledAhead = await new SqliteStoreInspector(targets(dir), { readAheadMinBytes: 0 }).inspect('quick');
+    expect(keyword(scrambledAhead).ok).toBe(false);
+    expect(keyword(scrambledAhead).problem).toMatch(/keyword\.db (is corrupt|.*malformed)/);
+    expect(keyword(scrambledAhead)).toEqual(keyword(scrambledWithout));
+  });
+
   it('a SQLite file of something else fails the schema check, naming the file and what is missing', async () => {
     const dir = tmp();
     const db = new Database(join(dir, 'keyword.db'));

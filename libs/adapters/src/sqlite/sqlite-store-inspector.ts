@@ -1,4 +1,5 @@
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import type { AppConfig } from '@rag/platform';
@@ -117,6 +118,40 @@ export function embeddedStoreFiles(config: AppConfig, space: EmbeddingSpace | nu
   return out;
 }
 
+/*
+ * Read-ahead before the structure check. quick_check and integrity_check visit the pages in b-tree order, which on a
+ * large file written over time is scattered: from a cold page cache the reads are random and slow. At 1M chunks
+ * (keyword.db 5.5 GB, vectors.db 2.3 GB) the start-up check took 180 s cold and 12 s warm on this machine, whose disk
+ * reads the same files sequentially at 1.3 GB/s — so each large file is first read once in file order (it then lies in
+ * the page cache, where the check and the adapters opening it next find it). Only while the files fit in half the
+ * memory available (the host's, or the container's limit when lower): beyond that the cache could not hold them and
+ * the read would only add to the check.
+ */
+const READ_AHEAD_MIN_BYTES = 64 * 2 ** 20;
+const READ_AHEAD_CHUNK = 8 * 2 ** 20;
+
+function readAheadBudget(): number {
+  const limit = process.constrainedMemory?.() ?? 0;
+  const available = limit > 0 ? Math.min(os.freemem(), Math.max(0, limit - process.memoryUsage.rss())) : os.freemem();
+  return Math.floor(available / 2);
+}
+
+/** Reads a file once from start to end (into the OS page cache); errors are left to the check that follows. */
+function readSequentially(file: string): void {
+  let fd: number | undefined;
+  try {
+    fd = fs.openSync(file, 'r');
+    const buf = Buffer.allocUnsafe(READ_AHEAD_CHUNK);
+    while (fs.readSync(fd, buf, 0, buf.length, null) > 0) {
+      /* the pages are what is wanted */
+    }
+  } catch {
+    /* unreadable: the check that follows reports it */
+  } finally {
+    if (fd !== undefined) fs.closeSync(fd);
+  }
+}
+
 const SQLITE_HEADER = Buffer.from('SQLite format 3\0', 'latin1');
 
 function describe(file: string, e: unknown): string {
@@ -203,14 +238,19 @@ export class SqliteStoreInspector implements StoreInspector {
   /** Files that held data at some inspection: truncation to 0 bytes later is a problem. */
   private readonly wasNonEmpty = new Set<string>();
 
-  constructor(readonly targets: StoreFileTarget[]) {}
+  /** readAheadMinBytes: files from this size on are read ahead of the structure check (default READ_AHEAD_MIN_BYTES). */
+  constructor(
+    readonly targets: StoreFileTarget[],
+    private readonly opts: { readAheadMinBytes?: number } = {},
+  ) {}
 
   async inspect(mode: 'quick' | 'full' | 'none'): Promise<StoreInspection> {
     const started = Date.now();
     const files: StoreFileReport[] = [];
     const counts: StoreCounts = { registryDocuments: null, registryIndexedChunks: null, registryPendingDocuments: null, keywordChunks: null, vectorRecords: null, files: {} };
+    const readAhead = { budget: mode === 'none' ? 0 : readAheadBudget() };
     for (const t of this.targets) {
-      const report = this.inspectFile(t, mode, counts);
+      const report = this.inspectFile(t, mode, counts, readAhead);
       if (report.exists) this.seen.add(t.file);
       files.push(report);
     }
@@ -286,7 +326,7 @@ export class SqliteStoreInspector implements StoreInspector {
     return counts;
   }
 
-  private inspectFile(t: StoreFileTarget, mode: 'quick' | 'full' | 'none', counts: StoreCounts): StoreFileReport {
+  private inspectFile(t: StoreFileTarget, mode: 'quick' | 'full' | 'none', counts: StoreCounts, readAhead: { budget: number }): StoreFileReport {
     const report: StoreFileReport = { store: t.store, file: t.file, exists: false, bytes: 0, ok: true };
     let st: fs.Stats;
     try {
@@ -302,6 +342,10 @@ export class SqliteStoreInspector implements StoreInspector {
     if (st.size > 0) this.wasNonEmpty.add(t.file);
     let db: Database.Database | undefined;
     try {
+      if (mode !== 'none' && st.size >= (this.opts.readAheadMinBytes ?? READ_AHEAD_MIN_BYTES) && st.size <= readAhead.budget) {
+        readAhead.budget -= st.size;
+        readSequentially(t.file);
+      }
       db = new Database(t.file, { fileMustExist: true });
       const pragma = mode === 'full' ? 'integrity_check(20)' : mode === 'quick' ? 'quick_check(20)' : null;
       // Without a structure check, reading the schema still tells a database from another file.
