@@ -248,7 +248,7 @@ export class SqliteStoreInspector implements StoreInspector {
     const started = Date.now();
     const files: StoreFileReport[] = [];
     const counts: StoreCounts = { registryDocuments: null, registryIndexedChunks: null, registryPendingDocuments: null, keywordChunks: null, vectorRecords: null, files: {} };
-    const readAhead = { budget: mode === 'none' ? 0 : readAheadBudget() };
+    const readAhead = { budget: readAheadBudget() }; // spent by inspectFile, which reads ahead only for a structure check
     for (const t of this.targets) {
       const report = this.inspectFile(t, mode, counts, readAhead);
       if (report.exists) this.seen.add(t.file);

@@ -310,8 +310,8 @@ export const ConfigSchema = z.object({
    * the last one reach RAG_KEYWORD_RECLUSTER_RATIO × the ids it ordered and at least RAG_KEYWORD_RECLUSTER_MIN_CHUNKS.
    * Same hits and scores; fewer posting sub-blocks visited per search (scripts/bench/README.md, keyword-scale). On
    * the writer thread, in committed steps swapped in at the end, linear in the index (≈ 190 s at 1M chunks): searches
-   * go on, keyword writes wait for it (ingestion pauses; progress logged, rag_keyword_reclusters_total). A ratio r rewrites each chunk ≈ 1 + 1/r times over the
-   * index's growth. 0: never (needs RAG_KEYWORD_WRITE_WORKER).
+   * go on, keyword writes wait for it (ingestion pauses; progress logged, rag_keyword_reclusters_total). A ratio r
+   * rewrites each chunk ≈ 1 + 1/r times over the index's growth. 0: never (needs RAG_KEYWORD_WRITE_WORKER).
    */
   RAG_KEYWORD_RECLUSTER_RATIO: num(0.5, 0, 100),
   RAG_KEYWORD_RECLUSTER_MIN_CHUNKS: int(50_000, 1, 1_000_000_000),
