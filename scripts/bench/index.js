@@ -10,6 +10,7 @@
 //   hnsw-persist  bytes written and docs/s per document of the embedded vector store, rewrite-per-flush vs checkpoints
 //   keyword-scale  embedded keyword index query latency at 10k/100k(/1M) chunks: pruned vs exhaustive vs FTS5
 //   keyword-writes  bytes the embedded keyword index writes per chunk by WAL checkpoint interval and page size
+//   keyword-churn  embedded keyword search latency while another connection commits: term cache follows / clears / off
 //   llm     the in-process GGUF model (RAG_LLM=local): time to first token, decode and prompt tokens/s, queued pairs
 //   registry  registry write latency per call and docs/s, SQLite vs PostgreSQL (the adapters of the services)
 //   replicas  bench ingest and bench load against the distributed platform with 1 and 2 replicas per service
@@ -27,6 +28,7 @@ const BENCHES = {
   'hnsw-persist': () => require('./hnsw-persist'),
   'keyword-scale': () => require('./keyword-scale'),
   'keyword-writes': () => require('./keyword-writes'),
+  'keyword-churn': () => require('./keyword-churn'),
   scale: () => require('./scale'),
   'milvus-scale': () => require('./milvus-scale'),
   llm: () => require('./llm'),

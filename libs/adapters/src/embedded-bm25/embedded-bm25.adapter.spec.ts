@@ -694,6 +694,69 @@ describe('EmbeddedBm25KeywordIndex', () => {
     }
   });
 
+  it('keeps its term cache through another connection\'s commits, re-reading only the terms and tail blocks they changed', async () => {
+    const writer = make({ blockBits: 5 });
+    const reader = make({ blockBits: 5 }); // a query worker's connection
+    await writer.upsert(zipfCorpus(1500, 21));
+    const reqs = ['w0x', 'w1x w2x', 'w3x', 'w0x w4x w9x'].map((query) => ({ query, k: 200, scope }));
+    const full = reqs.map((req) => reader.searchWithStats(req)); // range-scans the frequent terms (complete packs)
+    for (const req of reqs) expect(reader.searchWithStats(req).stats.blocksFetched).toBe(0);
+    expect(full[0]!.stats.blocksFetched).toBeGreaterThan(20);
+    // An append heavy in w0x: w1x…w4x are untouched and stay cached whole; w0x re-reads its last block only.
+    await writer.upsert([chunk('hot', 1, 0, 'w0x '.repeat(30).trim())]);
+    const before = reader.termCacheStats();
+    const untouched = reader.searchWithStats(reqs[1]!);
+    expect(untouched.stats.blocksFetched).toBe(0);
+    expect(untouched.hits).toEqual(reader.searchExhaustive(reqs[1]!)); // (scores move: the new chunk changed avgdl)
+    const touched = reader.searchWithStats(reqs[0]!);
+    expect(touched.hits).toEqual(reader.searchExhaustive(reqs[0]!));
+    expect(touched.hits[0]!.chunk_id).toBe('hot#v1#0');
+    expect(touched.stats.blocksFetched).toBeGreaterThan(0);
+    expect(touched.stats.blocksFetched).toBeLessThanOrEqual(2); // the appended tail, not the term's ≈ 47 blocks
+    expect(reader.termCacheStats()).toMatchObject({ misses: before.misses, refreshes: before.refreshes + 1 });
+    // A delete early in the file (a chunk of the first block): w0x re-reads from there on, still exact.
+    await writer.deleteDocument('z0');
+    await writer.deleteDocument('z3');
+    for (const req of reqs) expect(reader.searchWithStats(req).hits).toEqual(reader.searchExhaustive(req));
+    expect(reader.termCacheStats().misses).toBe(before.misses);
+    // A reader behind by more commits than the log keeps clears its cache (and stays exact).
+    for (let i = 0; i < 300; i++) await writer.upsert([chunk(`n${i}`, 1, 0, `w0x w1x w${(i % 30).toString(36)}x`)]);
+    const behind = reader.termCacheStats();
+    for (const req of reqs) expect(reader.searchWithStats(req).hits).toEqual(reader.searchExhaustive(req));
+    expect(reader.termCacheStats().misses).toBeGreaterThan(behind.misses);
+    const db = new Database(writer.file, { readonly: true });
+    const logged = (db.prepare('SELECT COUNT(*) AS n FROM term_changes').get() as { n: number }).n;
+    db.close();
+    expect(logged).toBeGreaterThan(200); // bounded: the last 256 commits and at most 15 more
+    expect(logged).toBeLessThanOrEqual(256 + 15);
+  });
+
+  it('stays exact under randomised writes of another connection between searches: appends, replacements, deletes anywhere, point lookups and tail scans', async () => {
+    const writer = make({ blockBits: 5 });
+    const reader = make({ blockBits: 5 });
+    await writer.upsert(zipfCorpus(1200, 31));
+    const r = rng(17);
+    const vocab = Array.from({ length: 40 }, (_, i) => `w${i.toString(36)}x`);
+    const queries = ['w0x', 'w0x w1x w2x', 'w3x w5x', 'w1x w7x w0x w11x', 'w2x', 'w4x w0x w6x'];
+    for (let trial = 0; trial < 150; trial++) {
+      const n = 1 + Math.floor(r() * 4);
+      const body = () => Array.from({ length: 1 + Math.floor(r() * 25) }, () => vocab[Math.floor(r() * r() * vocab.length)]!).join(' ');
+      const pick = r();
+      if (pick < 0.25) await writer.deleteDocument(`z${Math.floor(r() * 1200)}`); // anywhere in the file
+      else if (pick < 0.45) {
+        const d = Math.floor(r() * 1200); // a new version: the old chunk's postings go, the new ones are appended
+        await writer.upsert([chunk(`z${d}`, 2, 0, body())]);
+        await writer.deleteDocument(`z${d}`, 2);
+      } else await writer.upsert(Array.from({ length: n }, (_, i) => chunk(`a${trial}`, 1, i, body())));
+      for (let q = 0; q < 2; q++) {
+        const req = { query: queries[(trial + q) % queries.length]!, k: [1, 3, 10, 200][(trial + q) % 4]!, scope };
+        const got = reader.searchWithStats(req).hits;
+        expect({ trial, req: req.query, k: req.k, got }).toEqual({ trial, req: req.query, k: req.k, got: reader.searchExhaustive(req) });
+      }
+    }
+    expect(reader.termCacheStats().refreshes).toBeGreaterThan(50);
+  });
+
   it('keeps the blocks a search fetched, looked up one by one or range-scanned, in the term cache: the same search again reads none', async () => {
     const s = make({ blockBits: 5 });
     await s.upsert(zipfCorpus(1500, 9));

@@ -135,7 +135,8 @@ export interface EmbeddedBm25KeywordIndexOptions {
   /**
    * Bytes of decoded posting data kept between searches (default 512 MiB; 0: off): the query terms' block directories
    * and the frequent terms' large blocks, least recently used dropped first (TermCache). Exact: a write to a term
-   * evicts it, and another connection's commit clears the cache. A budget, not a reservation: it fills only with the
+   * evicts it, and another connection's commit makes the terms it wrote re-read from the first block it changed
+   * (the file's change log, `term_changes`; validateTermCache). A budget, not a reservation: it fills only with the
    * terms searched. Sizing: a frequent term's blocks take ≈ 4 MB per million chunks; the load bench's 113 Cranfield
    * questions need ≈ 360 MB at ≈ 1M chunks, and a budget below a rotation's working set thrashes (least recently used
    * is the worst policy for a cycle): 256 MiB gave P50 ≈ 30 ms where a budget that holds it gives ≈ 18 ms
@@ -350,6 +351,14 @@ const MAX_BOUND_SLOTS = 2 ** 24;
 const HALF_MAX = 0xffff;
 /** Blocks of one term fetched one by one in a search before the rest of the term is read in one range scan. */
 const POINT_LOOKUPS = 8;
+/**
+ * Commits the change log (`term_changes`) keeps: a search connection that fell further behind (idle through more
+ * commits) clears its term cache instead of following the log. Each row is 8 bytes per term its commit wrote, against
+ * the ≥ 600 bytes of the `dirs` row and the block that commit rewrote per term.
+ */
+const CHANGE_LOG_KEEP = 256;
+/** (term, block) pairs a search follows from the log at most; past that, clearing the cache is cheaper. */
+const CHANGE_LOG_MAX_PAIRS = 2 ** 20;
 /** The covering index of the search's filter checks (see ensureVisibilityIndex). */
 const VISIBILITY_INDEX = 'chunks_visibility';
 /** Candidates per SQL statement when evaluating filters (json_each argument). */
@@ -447,23 +456,38 @@ interface PackedBlocks {
   starts: Uint32Array;
   /** Every large block of the term is here (a range scan read them); else only those point lookups fetched. */
   complete: boolean;
+  /**
+   * Every large block below this one is here (`nb` for a complete pack, 0 for one of point lookups): after another
+   * connection changed the term from some block on (refreshTerm), a range scan reads only the blocks from here.
+   */
+  have: number;
+  /** Words in `data` of blocks dropped since (another connection rewrote them): the pack is dropped past half. */
+  dead: number;
   bytes: number;
 }
 
 function newPacked(nb: number, words: number, subCount: number, complete: boolean): PackedBlocks {
   const starts = new Uint32Array(nb * (subCount + 1));
   const data = new Uint32Array(words);
-  return { nb, data, used: 0, starts, complete, bytes: starts.byteLength + data.byteLength };
+  return { nb, data, used: 0, starts, complete, have: complete ? nb : 0, dead: 0, bytes: starts.byteLength + data.byteLength };
+}
+
+/**
+ * Makes room for `words` more words in `pk.data`: at least an eighth more than it has (amortised appends) — not twice
+ * as much, which doubled a large term's pack (megabytes at 1M chunks) on the first block a search looked up after
+ * another connection's commit, and pushed other terms out of the cache.
+ */
+function reserve(pk: PackedBlocks, words: number): void {
+  if (pk.used + words <= pk.data.length) return;
+  const next = new Uint32Array(Math.max(pk.used + words, pk.data.length + (pk.data.length >>> 3)));
+  next.set(pk.data.subarray(0, pk.used));
+  pk.bytes += next.byteLength - pk.data.byteLength;
+  pk.data = next;
 }
 
 /** Appends block `block`'s words (offset-sorted postings; `mask` the offset bits) and computes its sub-block offsets. */
 function addBlock(pk: PackedBlocks, block: number, words: Uint32Array, mask: number, subShift: number, subCount: number): void {
-  if (pk.used + words.length > pk.data.length) {
-    const next = new Uint32Array(Math.max(pk.used + words.length, pk.data.length * 2));
-    next.set(pk.data.subarray(0, pk.used));
-    pk.bytes += next.byteLength - pk.data.byteLength;
-    pk.data = next;
-  }
+  reserve(pk, words.length);
   const begin = pk.used;
   pk.data.set(words, begin);
   pk.used += words.length;
@@ -519,6 +543,18 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
   private readonly onTermCacheStats: EmbeddedBm25KeywordIndexOptions['onTermCacheStats'];
   /** `PRAGMA data_version` when the term cache was last known valid (another connection's commit changes it). */
   private cacheVersion = -1;
+  /** The last `term_changes` row the term cache has followed (validateTermCache). */
+  private changeSeq = 0;
+  /**
+   * Cached terms another connection changed since they were cached: term id → the first block it changed. The
+   * directory from that block's `dirs` row on, and the large blocks from that block on, are re-read at the term's next
+   * use (refreshTerm); what lies below is unchanged (a write rewrites only the blocks it touches).
+   */
+  private readonly staleTerms = new Map<number, number>();
+  /** Cached terms refreshed that way (termCacheStats). */
+  private termRefreshes = 0;
+  /** This connection's write transaction: term id → the first block it rewrote (logged at commit: logChanges). */
+  private readonly changed = new Map<number, number>();
   /** log2 of the chunk ids per block, and derived masks. */
   private bits = DEFAULT_BLOCK_BITS;
   private blockSize = 1 << DEFAULT_BLOCK_BITS;
@@ -547,6 +583,12 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     termDf: Database.Statement<[string], { term: string; id: number; df: number }>;
     directory: Database.Statement<[number], Buffer>;
     termBlocks: Database.Statement<[number], [number, Buffer]>;
+    directoryFrom: Database.Statement<[number, number], Buffer>;
+    termBlocksFrom: Database.Statement<[number, number], [number, Buffer]>;
+    logChange: Database.Statement<[Buffer | null]>;
+    pruneChanges: Database.Statement<[number]>;
+    lastChange: Database.Statement<[], number>;
+    changesSince: Database.Statement<[number], [number, Buffer | null]>;
     dataVersion: Database.Statement<[], number>;
     docRows: Database.Statement<[string], ChunkRow>;
     docRowsExcept: Database.Statement<[string, number], ChunkRow>;
@@ -600,6 +642,7 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
         CREATE TABLE IF NOT EXISTS stats (id INTEGER PRIMARY KEY CHECK (id = 1), docs INTEGER NOT NULL, total_len INTEGER NOT NULL);
         INSERT OR IGNORE INTO stats (id, docs, total_len) VALUES (1, 0, 0);
         CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE IF NOT EXISTS term_changes (seq INTEGER PRIMARY KEY, terms BLOB);
       `);
       this.migrate(wantBits);
       this.ensureVisibilityIndex();
@@ -628,6 +671,12 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
         // A term's directory: its `dirs` rows (8 blocks' bounds each, or the postings of small blocks; see readDirSegment).
         directory: this.db.prepare<[number], Buffer>('SELECT data FROM dirs WHERE term_id = ?').pluck(true),
         termBlocks: this.db.prepare<[number], [number, Buffer]>('SELECT block, data FROM blocks WHERE term_id = ? ORDER BY block').raw(true),
+        directoryFrom: this.db.prepare<[number, number], Buffer>('SELECT data FROM dirs WHERE term_id = ? AND seg >= ? ORDER BY seg').pluck(true),
+        termBlocksFrom: this.db.prepare<[number, number], [number, Buffer]>('SELECT block, data FROM blocks WHERE term_id = ? AND block >= ? ORDER BY block').raw(true),
+        logChange: this.db.prepare<[Buffer | null]>('INSERT INTO term_changes (terms) VALUES (?)'),
+        pruneChanges: this.db.prepare('DELETE FROM term_changes WHERE seq <= ?'),
+        lastChange: this.db.prepare<[], number>('SELECT COALESCE(MAX(seq), 0) FROM term_changes').pluck(true),
+        changesSince: this.db.prepare<[number], [number, Buffer | null]>('SELECT seq, terms FROM term_changes WHERE seq > ? ORDER BY seq').raw(true),
         dataVersion: this.db.prepare<[], number>('PRAGMA data_version').pluck(true),
         docRows: this.db.prepare(`SELECT ${cols} FROM chunks WHERE document_id = ?`),
         docRowsExcept: this.db.prepare(`SELECT ${cols} FROM chunks WHERE document_id = ? AND version <> ?`),
@@ -695,18 +744,58 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     })();
   }
 
-  /** What the term cache holds and served (hits and misses count query terms). */
-  termCacheStats(): { bytes: number; maxBytes: number; hits: number; misses: number } {
-    return { bytes: this.termCache.size, maxBytes: this.termCache.maxBytes, hits: this.termCache.hits, misses: this.termCache.misses };
+  /**
+   * What the term cache holds and served (hits and misses count query terms; `refreshes`: hits on a term another
+   * connection had changed, whose changed tail was re-read).
+   */
+  termCacheStats(): { bytes: number; maxBytes: number; hits: number; misses: number; refreshes: number } {
+    return { bytes: this.termCache.size, maxBytes: this.termCache.maxBytes, hits: this.termCache.hits, misses: this.termCache.misses, refreshes: this.termRefreshes };
   }
 
-  /** Clears the term cache when another connection committed since it was filled (this connection's writes evict per term). */
+  /**
+   * Keeps the term cache exact when another connection committed since the last search (`PRAGMA data_version` moved;
+   * this connection's own writes evict per term as they go): the commits' rows of the change log name the terms they
+   * wrote and the first block of each, and those cached terms are marked stale from there (refreshTerm re-reads that
+   * tail at their next use) — the rest of the cache stays. Until 2026-12-07 any such commit cleared the whole cache,
+   * so under continuous ingestion every search read its terms' directories and frequent blocks afresh (at 1M chunks a
+   * keyword search took 2× its time on a warm cache: scripts/bench/README.md, scale). The whole cache is cleared when
+   * the log cannot be followed: a search connection behind by more than CHANGE_LOG_KEEP commits, a commit that
+   * rewrote everything (a recluster's swap logs a row without terms), or more than CHANGE_LOG_MAX_PAIRS to follow.
+   */
   private validateTermCache(): void {
     const v = this.stmt.dataVersion.get()!;
-    if (v !== this.cacheVersion) {
-      this.termCache.clear();
-      this.cacheVersion = v;
+    if (v === this.cacheVersion) return;
+    const first = this.cacheVersion === -1;
+    this.cacheVersion = v;
+    if (first || this.termCache.size === 0) {
+      this.clearTermCache();
+      return;
     }
+    const rows = this.stmt.changesSince.all(this.changeSeq);
+    if (rows.length === 0) return; // commits that wrote no postings (a recluster's steps, chunk rows only)
+    let pairs = 0;
+    for (const [, terms] of rows) pairs += terms ? terms.byteLength >>> 3 : Infinity;
+    if (rows[0]![0] !== this.changeSeq + 1 || !(pairs <= CHANGE_LOG_MAX_PAIRS)) {
+      this.clearTermCache();
+      return;
+    }
+    for (const [, terms] of rows) {
+      const w = decodeWords(terms!);
+      for (let j = 0; j < w.length; j += 2) {
+        const term = w[j]!;
+        if (!this.termCache.peek(term)) continue;
+        const from = this.staleTerms.get(term);
+        if (from === undefined || w[j + 1]! < from) this.staleTerms.set(term, w[j + 1]!);
+      }
+    }
+    this.changeSeq = rows[rows.length - 1]![0];
+  }
+
+  /** Empties the term cache; the change log is followed from its current end. Inside a transaction (a consistent end). */
+  private clearTermCache(): void {
+    this.termCache.clear();
+    this.staleTerms.clear();
+    this.changeSeq = this.stmt.lastChange.get()!;
   }
 
   async getChunks(chunkIds: string[]): Promise<Chunk[]> {
@@ -768,8 +857,8 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
    * connection is the file's only writer in the platform (the keyword writer), and it does nothing else until the
    * recluster returns. A crash before the swap leaves the old tables as they were and the partial new ones beside
    * them (dropped by the next recluster, which is due again at once); a failure drops them on the way out. Searches
-   * on other connections read the old tables throughout (their term caches clear at each step's commit:
-   * `PRAGMA data_version`, and refill). Writers on this file wait — the keyword writer runs it between its write
+   * on other connections read the old tables throughout (the steps write no postings of the live tables, so their
+   * term caches stay; the swap logs a change without terms, which clears them). Writers on this file wait — the keyword writer runs it between its write
    * tasks, so ingestion pauses for its duration (progress logged every 10 s). Cost: one pass over the chunk rows and
    * one over every posting block, linear in the index; run when the ids written since the last one reach a share of
    * the index (reclusterDue), that is amortised to a constant number of rewrites per chunk.
@@ -798,7 +887,8 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
       }
       throw e; // the old tables are unchanged, and so is what the term cache holds of them
     }
-    this.termCache.clear();
+    this.termCache.clear(); // this connection's (it wrote the swap: its data_version does not move)
+    this.staleTerms.clear();
     try {
       this.db.pragma('wal_checkpoint(TRUNCATE)');
     } catch {
@@ -851,7 +941,32 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
    * the cost of format 4's writes lies elsewhere, probably in the extra pages each transaction dirties; not profiled further.)
    */
   private write<T>(fn: () => T): T {
-    return this.db.transaction(fn).immediate();
+    return this.db
+      .transaction(() => {
+        this.changed.clear();
+        const result = fn();
+        this.logChanges();
+        return result;
+      })
+      .immediate();
+  }
+
+  /**
+   * The change log's row for this transaction's postings (term id, first block rewritten — pairs of 32-bit words), so
+   * that other connections' term caches drop only what changed (validateTermCache); rows more than CHANGE_LOG_KEEP
+   * commits old go. Constant per commit: what the commit wrote, not the index.
+   */
+  private logChanges(): void {
+    if (this.changed.size === 0) return;
+    const w = new Uint32Array(2 * this.changed.size);
+    let j = 0;
+    for (const [term, block] of this.changed) {
+      w[j++] = term;
+      w[j++] = block;
+    }
+    this.changed.clear();
+    const seq = Number(this.stmt.logChange.run(encodeWords(w)).lastInsertRowid);
+    if (seq > CHANGE_LOG_KEEP && seq % 16 === 0) this.stmt.pruneChanges.run(seq - CHANGE_LOG_KEEP);
   }
 
   private assertOpen(): void {
@@ -949,7 +1064,14 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     const lookups = new Float64Array(nt);
     const dirs = terms.map((t, i) => {
       stats.postingsTotal += t.df;
-      const hit = this.termCache.get(t.id);
+      let hit = this.termCache.get(t.id);
+      if (hit && this.staleTerms.size) {
+        const from = this.staleTerms.get(t.id);
+        if (from !== undefined) {
+          this.staleTerms.delete(t.id);
+          hit = this.refreshTerm(t.id, hit, from);
+        }
+      }
       if (hit) {
         if (hit.blocks) {
           packed[i] = hit.blocks;
@@ -963,6 +1085,7 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
         readDirSegment(seg, entries);
         bytes += seg.byteLength;
       }
+      this.staleTerms.delete(t.id); // (marked while cached, then dropped from the cache: read whole now)
       this.termCache.putDir(t.id, entries, bytes + entries.length * DIR_ENTRY_OVERHEAD);
       return entries;
     });
@@ -1209,6 +1332,16 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
                 const dir = dirs[i]!;
                 pk ??= newPacked(dir.length > 0 ? dir[dir.length - 1]![0] + 1 : block + 1, got.length, subCount, false);
                 addBlock(pk, block, got, mask, S, subCount);
+              } else if (pk !== undefined && pk.have > 0) {
+                // Every block below pk.have is held (a pack refreshed after another connection's commit): only the
+                // blocks from there are read, those this search looked up since kept.
+                const tail = this.stmt.termBlocksFrom.all(t.id, pk.have).filter(([b]) => !holds(pk, b, subCount));
+                reserve(pk, tail.reduce((n, [, data]) => n + (data.byteLength >>> 2), 0));
+                for (const [b, data] of tail) addBlock(pk, b, decodeWords(data), mask, S, subCount);
+                stats.blocksFetched += tail.length;
+                pk.complete = true;
+                pk.have = pk.nb;
+                lookups[i] = -Infinity;
               } else {
                 const scanned = this.stmt.termBlocks.all(t.id).map(([b, data]): [number, Uint32Array] => [b, decodeWords(data)]);
                 stats.blocksFetched += scanned.length;
@@ -1294,6 +1427,60 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
    * TRUST_MAX_RETRIED of the last TRUST_WINDOW trusted searches ran again, this connection checks each candidate for
    * TRUST_PAUSE searches, then tries trusting again. Results are exact either way; only the cost changes.
    */
+  /**
+   * A cached term another connection changed from block `from` on (validateTermCache): its directory is kept below
+   * that block's `dirs` row and re-read from there, and its large blocks from `from` on are dropped from the pack
+   * (read again when a search needs them: point lookups, or a range scan from `from` — PackedBlocks.have). Cost: the
+   * changed tail — for an append, the term's last `dirs` row and block — instead of the whole term. A pack whose
+   * dropped words pass half its words is dropped whole (read again whole when needed), so the cache stays bounded.
+   */
+  private refreshTerm(
+    termId: number,
+    hit: { dir: DirEntry[]; blocks?: PackedBlocks },
+    from: number,
+  ): { dir: DirEntry[]; blocks?: PackedBlocks } | undefined {
+    this.termRefreshes++;
+    const seg = from >>> DIR_SEG_BITS;
+    const segStart = seg << DIR_SEG_BITS;
+    const old = hit.dir;
+    let lo = 0;
+    let hi = old.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (old[mid]![0] < segStart) lo = mid + 1;
+      else hi = mid;
+    }
+    const dir = old.slice(0, lo);
+    for (const row of this.stmt.directoryFrom.all(termId, seg)) readDirSegment(row, dir);
+    let bytes = 0;
+    for (const e of dir) bytes += 4 * (3 + e[3].length) + DIR_ENTRY_OVERHEAD;
+    let pk = hit.blocks;
+    if (pk) {
+      const subCount = this.blockSize >>> this.subShift;
+      const w = subCount + 1;
+      for (let b = from; b < pk.nb; b++) {
+        const end = pk.starts[b * w + subCount]!;
+        if (end === 0) continue;
+        pk.dead += end - pk.starts[b * w]!;
+        pk.starts.fill(0, b * w, (b + 1) * w);
+      }
+      pk.complete = false;
+      pk.have = Math.min(pk.have, from);
+      const nb = dir.length ? dir[dir.length - 1]![0] + 1 : 0;
+      if (pk.dead * 2 > pk.used) pk = undefined;
+      else if (nb > pk.nb) {
+        const starts = new Uint32Array(nb * w);
+        starts.set(pk.starts);
+        pk.bytes += starts.byteLength - pk.starts.byteLength;
+        pk.starts = starts;
+        pk.nb = nb;
+      }
+    }
+    this.termCache.replaceDir(termId, dir, bytes, pk === undefined);
+    if (pk) this.termCache.putBlocks(termId, pk, pk.bytes);
+    return this.termCache.peek(termId);
+  }
+
   private noteTrust(stats: KeywordSearchStats): void {
     const t = this.trusted;
     if (t.paused > 0) {
@@ -1434,6 +1621,7 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
       // A small block lives in its directory entry alone from now on; a large one's bounds are in `dirs` only.
       this.db.prepare('DELETE FROM blocks WHERE n <= ?').run(this.smallBlock);
       this.db.exec('UPDATE blocks SET sub = NULL WHERE sub IS NOT NULL');
+      this.db.prepare('INSERT INTO term_changes (terms) VALUES (NULL)').run(); // every directory is new: caches clear
     }).immediate();
     const ms = Date.now() - started;
     if (rows > 0) this.log.info(`migrated ${this.file} to keyword index format ${FORMAT_VERSION} (packed block directories, ${rows} blocks) in ${ms} ms`);
@@ -1500,6 +1688,8 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
    */
   private updateBlock(termId: number, block: number, change: (old: Uint32Array | undefined) => Uint32Array | undefined): void {
     this.termCache.evict(termId); // before the write: a failed (rolled back) write leaves at most a cache miss
+    const from = this.changed.get(termId);
+    if (from === undefined || block < from) this.changed.set(termId, block);
     const seg = block >>> DIR_SEG_BITS;
     const segData = this.stmt.getDirSeg.get(termId, seg);
     const entries: DirEntry[] = [];
@@ -1756,6 +1946,7 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
       this.db.exec(CHUNKS_DOCUMENT_INDEX);
       this.ensureVisibilityIndex();
       this.db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('clustered_upto', ?)").run(String(rows));
+      this.stmt.logChange.run(null); // every posting moved: other connections clear their term caches
     });
     return { children: order.length, parents: parents.length, keyed: prep.keyed, terms: termIds.length, postings, ms: 0 };
   }

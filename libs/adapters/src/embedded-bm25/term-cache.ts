@@ -8,8 +8,10 @@
  *
  * Consistency is the owner's job, and is kept exact: every write to a term's blocks evicts the term first
  * (EmbeddedBm25KeywordIndex.updateBlock), and a commit by another connection (another process, or a query worker's
- * view of the indexer's writes) clears the whole cache (`PRAGMA data_version`, checked at the start of each search's
- * read transaction). Cached arrays are shared between searches and never mutated.
+ * view of the indexer's writes) marks the terms it wrote stale from the first block it changed — read from the file's
+ * change log when `PRAGMA data_version` moved, at the start of each search's read transaction — and the owner
+ * re-reads only that tail on the term's next use (replaceDir); a log it cannot follow clears the whole cache.
+ * Cached directories are shared between searches and never mutated.
  */
 export class TermCache<Dir, Blocks> {
   private readonly terms = new Map<number, { dir: Dir; dirBytes: number; blocks?: Blocks; blockBytes: number }>();
@@ -35,6 +37,33 @@ export class TermCache<Dir, Blocks> {
     this.terms.delete(termId);
     this.terms.set(termId, e);
     return e;
+  }
+
+  /** The term's cached entry without counting a hit or making it recently used (the owner's invalidation). */
+  peek(termId: number): { dir: Dir; blocks?: Blocks } | undefined {
+    return this.terms.get(termId);
+  }
+
+  /**
+   * Replaces a cached term's directory (a refreshed one), keeping its blocks unless `dropBlocks`. Nothing when the
+   * term is not cached; when it would no longer fit, the term goes.
+   */
+  replaceDir(termId: number, dir: Dir, bytes: number, dropBlocks = false): void {
+    const e = this.terms.get(termId);
+    if (!e) return;
+    if (dropBlocks) {
+      this.bytes -= e.blockBytes;
+      e.blocks = undefined;
+      e.blockBytes = 0;
+    }
+    if (!this.fits(bytes + e.blockBytes)) {
+      this.evict(termId);
+      return;
+    }
+    this.bytes += bytes - e.dirBytes;
+    e.dir = dir;
+    e.dirBytes = bytes;
+    this.shrink(termId);
   }
 
   /** Caches a term's directory (replacing what the term had). Skipped when it alone would take over a quarter of the budget. */
