@@ -167,7 +167,7 @@ export interface EmbeddedBm25KeywordIndexOptions {
    */
   trustFilter?: boolean;
   /** Called after each search with this connection's term-cache counts so far (the factory publishes them: TermCacheMetrics). */
-  onTermCacheStats?: (counts: { hits: number; misses: number; bytes: number }) => void;
+  onTermCacheStats?: (counts: { hits: number; misses: number; refreshes: number; bytes: number }) => void;
   logger?: Logger;
 }
 
@@ -726,7 +726,7 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
       this.noteTrust(stats);
       return hits;
     })();
-    this.onTermCacheStats?.({ hits: this.termCache.hits, misses: this.termCache.misses, bytes: this.termCache.size });
+    this.onTermCacheStats?.(this.termCacheStats());
     return { hits, stats };
   }
 

@@ -49,5 +49,5 @@ export default async function keywordSearchTask(req: unknown): Promise<KeywordWo
   });
   const hits = await index.search(req as KeywordSearchRequest);
   const c = index.termCacheStats();
-  return { hits, cache: { hits: c.hits, misses: c.misses, bytes: c.bytes }, thread: threadId };
+  return { hits, cache: { hits: c.hits, misses: c.misses, refreshes: c.refreshes, bytes: c.bytes }, thread: threadId };
 }

@@ -125,7 +125,7 @@ export const metrics = {
   }),
   keywordTermCacheLookups: new Counter({
     name: 'rag_keyword_term_cache_lookups_total',
-    help: 'Embedded keyword index: query-term lookups in the term cache (RAG_KEYWORD_TERM_CACHE_MB) by connection (main, worker) and result (hit, miss); a miss share that stays high under a steady load means the budget is below the working set',
+    help: 'Embedded keyword index: query-term lookups in the term cache (RAG_KEYWORD_TERM_CACHE_MB) by connection (main, worker) and result (hit; refresh: a hit on a term the keyword writer changed since, its changed tail re-read; miss); a miss share that stays high under a steady load means the budget is below the working set',
     labelNames: ['connection', 'result'] as const,
     registers: [metricsRegistry],
   }),
