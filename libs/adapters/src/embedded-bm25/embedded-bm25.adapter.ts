@@ -757,8 +757,9 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
    * this connection's own writes evict per term as they go): the commits' rows of the change log name the terms they
    * wrote and the first block of each, and those cached terms are marked stale from there (refreshTerm re-reads that
    * tail at their next use) — the rest of the cache stays. Until 2026-12-07 any such commit cleared the whole cache,
-   * so under continuous ingestion every search read its terms' directories and frequent blocks afresh (at 1M chunks a
-   * keyword search took 2× its time on a warm cache: scripts/bench/README.md, scale). The whole cache is cleared when
+   * so under continuous ingestion every search read its terms' directories and frequent blocks afresh: at 1M chunks
+   * with a commit before every search, 59 ms a search against 11 ms now and 9 ms with no writes (scripts/bench/README.md,
+   * keyword-churn). The whole cache is cleared when
    * the log cannot be followed: a search connection behind by more than CHANGE_LOG_KEEP commits, a commit that
    * rewrote everything (a recluster's swap logs a row without terms), or more than CHANGE_LOG_MAX_PAIRS to follow.
    */
@@ -858,8 +859,8 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
    * recluster returns. A crash before the swap leaves the old tables as they were and the partial new ones beside
    * them (dropped by the next recluster, which is due again at once); a failure drops them on the way out. Searches
    * on other connections read the old tables throughout (the steps write no postings of the live tables, so their
-   * term caches stay; the swap logs a change without terms, which clears them). Writers on this file wait — the keyword writer runs it between its write
-   * tasks, so ingestion pauses for its duration (progress logged every 10 s). Cost: one pass over the chunk rows and
+   * term caches stay; the swap logs a change without terms, which clears them). Writers on this file wait — the
+   * keyword writer runs it between its write tasks, so ingestion pauses for its duration (progress logged every 10 s). Cost: one pass over the chunk rows and
    * one over every posting block, linear in the index; run when the ids written since the last one reach a share of
    * the index (reclusterDue), that is amortised to a constant number of rewrites per chunk.
    *
@@ -1422,12 +1423,6 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
   }
 
   /**
-   * A scope that rejects a few chunks in a hundred often passes the first k and then fails the end check, so the
-   * search runs twice (≈ 1.2× the cost of checking each candidate, estimated for 1 % rejected). When more than
-   * TRUST_MAX_RETRIED of the last TRUST_WINDOW trusted searches ran again, this connection checks each candidate for
-   * TRUST_PAUSE searches, then tries trusting again. Results are exact either way; only the cost changes.
-   */
-  /**
    * A cached term another connection changed from block `from` on (validateTermCache): its directory is kept below
    * that block's `dirs` row and re-read from there, and its large blocks from `from` on are dropped from the pack
    * (read again when a search needs them: point lookups, or a range scan from `from` — PackedBlocks.have). Cost: the
@@ -1481,6 +1476,12 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     return this.termCache.peek(termId);
   }
 
+  /**
+   * A scope that rejects a few chunks in a hundred often passes the first k and then fails the end check, so the
+   * search runs twice (≈ 1.2× the cost of checking each candidate, estimated for 1 % rejected). When more than
+   * TRUST_MAX_RETRIED of the last TRUST_WINDOW trusted searches ran again, this connection checks each candidate for
+   * TRUST_PAUSE searches, then tries trusting again. Results are exact either way; only the cost changes.
+   */
   private noteTrust(stats: KeywordSearchStats): void {
     const t = this.trusted;
     if (t.paused > 0) {
