@@ -447,9 +447,11 @@ function queryLatency() {
     ], fieldConfig('ops')),
     // Embedded mode: the term cache's miss share per connection. Under a steady load it should fall to a few per cent;
     // one that stays high means RAG_KEYWORD_TERM_CACHE_MB is below the working set of the questions asked (the bytes
-    // held then sit at the budget: per connection for main, all workers together for worker).
-    panel(id++, 'Embedded keyword term cache: miss share', 'timeseries', { x: 12, y, w: 12, h: 8 }, [
-      ['sum by (connection) (rate(rag_keyword_term_cache_lookups_total{result="miss"}[$__rate_interval])) / sum by (connection) (rate(rag_keyword_term_cache_lookups_total[$__rate_interval]))', '{{connection}}'],
+    // held then sit at the budget: per connection for main, all workers together for worker). The refresh share — hits
+    // on terms the keyword writer changed since, of which only the changed tail was read again — follows ingestion.
+    panel(id++, 'Embedded keyword term cache: miss and refresh share', 'timeseries', { x: 12, y, w: 12, h: 8 }, [
+      ['sum by (connection) (rate(rag_keyword_term_cache_lookups_total{result="miss"}[$__rate_interval])) / sum by (connection) (rate(rag_keyword_term_cache_lookups_total[$__rate_interval]))', '{{connection}} miss'],
+      ['sum by (connection) (rate(rag_keyword_term_cache_lookups_total{result="refresh"}[$__rate_interval])) / sum by (connection) (rate(rag_keyword_term_cache_lookups_total[$__rate_interval]))', '{{connection}} refresh'],
     ], fieldConfig('percentunit')),
   );
   y += 8;
