@@ -731,6 +731,39 @@ describe('EmbeddedBm25KeywordIndex', () => {
     expect(logged).toBeLessThanOrEqual(256 + 15);
   });
 
+  it('follows the change log between searches (followChanges, or every followChangesMs): a reader that searches less often than the log turns over keeps its cache', async () => {
+    const writer = make({ blockBits: 5 });
+    await writer.upsert(zipfCorpus(800, 41));
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    try {
+      const timed = make({ blockBits: 5, followChangesMs: 1000 }); // the platform's search connections
+      const called = make({ blockBits: 5 }); // followChanges called by hand
+      const idle = make({ blockBits: 5 }); // searches only
+      const reqs = ['w0x', 'w1x w2x', 'w3x w0x'].map((query) => ({ query, k: 50, scope }));
+      for (const r of [timed, called, idle]) for (const req of reqs) r.searchWithStats(req);
+      const before = [timed, called, idle].map((r) => r.termCacheStats());
+      // 600 commits (the log keeps 256), the readers given a chance to follow every 100
+      for (let i = 0; i < 600; i++) {
+        await writer.upsert([chunk(`f${i}`, 1, 0, `w0x w1x w${(i % 20).toString(36)}x`)]);
+        if (i % 100 === 99) {
+          vi.advanceTimersByTime(1000);
+          called.followChanges();
+        }
+      }
+      for (const r of [timed, called, idle]) for (const req of reqs) expect(r.searchWithStats(req).hits).toEqual(r.searchExhaustive(req));
+      const [t, c, n] = [timed, called, idle].map((r, i) => ({ misses: r.termCacheStats().misses - before[i]!.misses, refreshes: r.termCacheStats().refreshes - before[i]!.refreshes }));
+      expect(t).toMatchObject({ misses: 0 });
+      expect(t.refreshes).toBeGreaterThan(0);
+      expect(c).toEqual(t);
+      expect(n.misses).toBeGreaterThan(0); // fell behind the log: cleared
+      await timed.close(); // stops its timer
+      expect(vi.getTimerCount()).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
+    expect(() => make({ followChangesMs: -1 })).toThrow(/followChangesMs/);
+  });
+
   it('stays exact under randomised writes of another connection between searches: appends, replacements, deletes anywhere, point lookups and tail scans', async () => {
     const writer = make({ blockBits: 5 });
     const reader = make({ blockBits: 5 });

@@ -166,6 +166,15 @@ export interface EmbeddedBm25KeywordIndexOptions {
    * true; false: each as it comes, as before — same results either way, see blockMax step 3).
    */
   trustFilter?: boolean;
+  /**
+   * Follow other connections' commits every this many ms between searches as well (0, the default: only at each
+   * search). The change log keeps CHANGE_LOG_KEEP commits; a connection that searches less often than the keyword
+   * writer commits that many times (a bulk ingestion at a few commits a second, questions a minute apart) would
+   * otherwise find the log moved past it and clear its term cache. Following marks stale terms only (reads no term
+   * data): one `PRAGMA data_version` when nothing was committed. The platform's search connections use
+   * FOLLOW_CHANGES_MS.
+   */
+  followChangesMs?: number;
   /** Called after each search with this connection's term-cache counts so far (the factory publishes them: TermCacheMetrics). */
   onTermCacheStats?: (counts: { hits: number; misses: number; refreshes: number; bytes: number }) => void;
   logger?: Logger;
@@ -359,6 +368,8 @@ const POINT_LOOKUPS = 8;
 const CHANGE_LOG_KEEP = 256;
 /** (term, block) pairs a search follows from the log at most; past that, clearing the cache is cheaper. */
 const CHANGE_LOG_MAX_PAIRS = 2 ** 20;
+/** followChangesMs of the platform's search connections (the main thread's and each keyword worker's). */
+export const FOLLOW_CHANGES_MS = 1000;
 /** The covering index of the search's filter checks (see ensureVisibilityIndex). */
 const VISIBILITY_INDEX = 'chunks_visibility';
 /** Candidates per SQL statement when evaluating filters (json_each argument). */
@@ -555,6 +566,8 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
   private termRefreshes = 0;
   /** This connection's write transaction: term id → the first block it rewrote (logged at commit: logChanges). */
   private readonly changed = new Map<number, number>();
+  /** followChangesMs's timer (unref'd: it never keeps a process alive). */
+  private followTimer: NodeJS.Timeout | undefined;
   /** log2 of the chunk ids per block, and derived masks. */
   private bits = DEFAULT_BLOCK_BITS;
   private blockSize = 1 << DEFAULT_BLOCK_BITS;
@@ -618,6 +631,8 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     if (!Number.isSafeInteger(cacheBytes) || cacheBytes < 0) throw new Error(`EmbeddedBm25KeywordIndex: termCacheBytes must be a non-negative integer (got ${opts.termCacheBytes})`);
     this.termCache = new TermCache(cacheBytes);
     this.onTermCacheStats = opts.onTermCacheStats;
+    const follow = opts.followChangesMs ?? 0;
+    if (!(Number.isSafeInteger(follow) && follow >= 0)) throw new Error(`EmbeddedBm25KeywordIndex: followChangesMs must be a non-negative integer (got ${opts.followChangesMs})`);
     const mmap = opts.mmapBytes ?? DEFAULT_MMAP_BYTES;
     if (!Number.isSafeInteger(mmap) || mmap < 0) throw new Error(`EmbeddedBm25KeywordIndex: mmapBytes must be a non-negative integer (got ${mmap})`);
     if (os.endianness() !== 'LE') throw new Error('EmbeddedBm25KeywordIndex: the packed posting blocks are little-endian; this host is big-endian');
@@ -689,6 +704,10 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     } catch (e) {
       this.db.close();
       throw e;
+    }
+    if (follow > 0 && cacheBytes > 0) {
+      this.followTimer = setInterval(() => this.followChanges(), follow);
+      this.followTimer.unref();
     }
   }
 
@@ -790,6 +809,20 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
       }
     }
     this.changeSeq = rows[rows.length - 1]![0];
+  }
+
+  /**
+   * Follows other connections' commits now (what a search does first): marks the cached terms they wrote stale, or
+   * clears the cache when the log cannot be followed. Nothing when the cache is empty or the connection closed; a
+   * failure (the file busy or closing) is left to the next search, which validates anyway.
+   */
+  followChanges(): void {
+    if (this.closed || this.termCache.size === 0) return;
+    try {
+      this.db.transaction(() => this.validateTermCache())();
+    } catch {
+      // the next search validates in its own transaction
+    }
   }
 
   /** Empties the term cache; the change log is followed from its current end. Inside a transaction (a consistent end). */
@@ -928,6 +961,7 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    clearInterval(this.followTimer);
     this.searchCache.clear();
     this.db.close();
   }

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type { AppConfig } from '@rag/platform';
 import type { Bus, DocumentParser, Embedder, EmbeddingSpace, KeywordIndex, Llm, Registry, Reranker, VectorStore } from '@rag/ports';
 import { CrossEncoderReranker } from '../cross-encoder';
-import { EmbeddedBm25KeywordIndex } from '../embedded-bm25';
+import { EmbeddedBm25KeywordIndex, FOLLOW_CHANGES_MS } from '../embedded-bm25';
 import { TermCacheMetrics } from '../embedded-bm25/term-cache-metrics';
 import { EmbeddedHnswVectorStore } from '../embedded-hnsw';
 import { CachedEmbedder } from '../embedding-cache';
@@ -264,6 +264,7 @@ export async function createKeywordIndex(config: AppConfig): Promise<KeywordInde
         dir: config.dataDir,
         synchronous: config.RAG_SQLITE_SYNCHRONOUS,
         termCacheBytes: config.RAG_KEYWORD_TERM_CACHE_MB * 2 ** 20,
+        followChangesMs: FOLLOW_CHANGES_MS,
         // the keyword writer's setting when this connection writes (RAG_KEYWORD_WRITE_WORKER=false)
         ...(config.RAG_KEYWORD_WRITE_WORKER ? {} : { walCheckpointMiB: config.RAG_KEYWORD_CHECKPOINT_MIB }),
         onTermCacheStats: (counts) => cacheMetrics.report('main', counts),

@@ -14,6 +14,8 @@ export interface KeywordWorkerData {
   k1?: number;
   b?: number;
   termCacheBytes?: number;
+  /** EmbeddedBm25KeywordIndexOptions.followChangesMs (the platform: FOLLOW_CHANGES_MS). */
+  followChangesMs?: number;
 }
 
 /** A search's hits, with this worker's term-cache counts so far (the host publishes them as metrics). */
@@ -46,6 +48,7 @@ export default async function keywordSearchTask(req: unknown): Promise<KeywordWo
     ...(data.k1 !== undefined ? { k1: data.k1 } : {}),
     ...(data.b !== undefined ? { b: data.b } : {}),
     ...(data.termCacheBytes !== undefined ? { termCacheBytes: data.termCacheBytes } : {}),
+    ...(data.followChangesMs !== undefined ? { followChangesMs: data.followChangesMs } : {}),
   });
   const hits = await index.search(req as KeywordSearchRequest);
   const c = index.termCacheStats();
