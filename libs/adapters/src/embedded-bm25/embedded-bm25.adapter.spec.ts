@@ -719,19 +719,32 @@ describe('EmbeddedBm25KeywordIndex', () => {
     await writer.deleteDocument('z3');
     for (const req of reqs) expect(reader.searchWithStats(req).hits).toEqual(reader.searchExhaustive(req));
     expect(reader.termCacheStats().misses).toBe(before.misses);
-    // A reader behind by more commits than the log keeps clears its cache (and stays exact).
-    for (let i = 0; i < 300; i++) await writer.upsert([chunk(`n${i}`, 1, 0, `w0x w1x w${(i % 30).toString(36)}x`)]);
-    const behind = reader.termCacheStats();
-    for (const req of reqs) expect(reader.searchWithStats(req).hits).toEqual(reader.searchExhaustive(req));
-    expect(reader.termCacheStats().misses).toBeGreaterThan(behind.misses);
+    // A burst of commits inside the log's minute (deleting a source: a commit per document) is followed, not cleared.
+    let now = Date.now();
+    const clock = vi.spyOn(Date, 'now').mockImplementation(() => now);
+    try {
+      for (let i = 0; i < 400; i++) await writer.upsert([chunk(`b${i}`, 1, 0, `w0x w1x w${(i % 30).toString(36)}x`)]);
+      for (const req of reqs) expect(reader.searchWithStats(req).hits).toEqual(reader.searchExhaustive(req));
+      expect(reader.termCacheStats().misses).toBe(before.misses);
+      // A reader behind by more than the log keeps (older than a minute, and more than 256 commits) clears its cache.
+      for (let i = 0; i < 300; i++) {
+        now += 1000;
+        await writer.upsert([chunk(`n${i}`, 1, 0, `w0x w1x w${(i % 30).toString(36)}x`)]);
+      }
+      const behind = reader.termCacheStats();
+      for (const req of reqs) expect(reader.searchWithStats(req).hits).toEqual(reader.searchExhaustive(req));
+      expect(reader.termCacheStats().misses).toBeGreaterThan(behind.misses);
+    } finally {
+      clock.mockRestore();
+    }
     const db = new Database(writer.file, { readonly: true });
     const logged = (db.prepare('SELECT COUNT(*) AS n FROM term_changes').get() as { n: number }).n;
     db.close();
-    expect(logged).toBeGreaterThan(200); // bounded: the last 256 commits and at most 15 more
-    expect(logged).toBeLessThanOrEqual(256 + 15);
+    expect(logged).toBe(256); // bounded: the commits of the last minute (60 here), but at least the last 256
   });
 
   it('follows the change log between searches (followChanges, or every followChangesMs): a reader that searches less often than the log turns over keeps its cache', async () => {
+    // (Date.now mocked: the log keeps the last minute of commits, and the writer's clock decides what is a minute.)
     const writer = make({ blockBits: 5 });
     await writer.upsert(zipfCorpus(800, 41));
     vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
@@ -742,13 +755,20 @@ describe('EmbeddedBm25KeywordIndex', () => {
       const reqs = ['w0x', 'w1x w2x', 'w3x w0x'].map((query) => ({ query, k: 50, scope }));
       for (const r of [timed, called, idle]) for (const req of reqs) r.searchWithStats(req);
       const before = [timed, called, idle].map((r) => r.termCacheStats());
-      // 600 commits (the log keeps 256), the readers given a chance to follow every 100
-      for (let i = 0; i < 600; i++) {
-        await writer.upsert([chunk(`f${i}`, 1, 0, `w0x w1x w${(i % 20).toString(36)}x`)]);
-        if (i % 100 === 99) {
-          vi.advanceTimersByTime(1000);
-          called.followChanges();
+      // 600 commits a second apart (the log keeps a minute, and at least 256), the readers given a chance to follow every 100
+      let now = Date.now();
+      const clock = vi.spyOn(Date, 'now').mockImplementation(() => now);
+      try {
+        for (let i = 0; i < 600; i++) {
+          now += 1000;
+          await writer.upsert([chunk(`f${i}`, 1, 0, `w0x w1x w${(i % 20).toString(36)}x`)]);
+          if (i % 100 === 99) {
+            vi.advanceTimersByTime(1000);
+            called.followChanges();
+          }
         }
+      } finally {
+        clock.mockRestore();
       }
       for (const r of [timed, called, idle]) for (const req of reqs) expect(r.searchWithStats(req).hits).toEqual(r.searchExhaustive(req));
       const [t, c, n] = [timed, called, idle].map((r, i) => ({ misses: r.termCacheStats().misses - before[i]!.misses, refreshes: r.termCacheStats().refreshes - before[i]!.refreshes }));

@@ -168,9 +168,9 @@ export interface EmbeddedBm25KeywordIndexOptions {
   trustFilter?: boolean;
   /**
    * Follow other connections' commits every this many ms between searches as well (0, the default: only at each
-   * search). The change log keeps CHANGE_LOG_KEEP commits; a connection that searches less often than the keyword
-   * writer commits that many times (a bulk ingestion at a few commits a second, questions a minute apart) would
-   * otherwise find the log moved past it and clear its term cache. Following marks stale terms only (reads no term
+   * search). The change log keeps the last CHANGE_LOG_SECONDS of commits (at least CHANGE_LOG_MIN_ROWS of them); a
+   * connection that searches less often than that (questions minutes apart during an ingestion) would otherwise find
+   * the log moved past it and clear its term cache. Following marks stale terms only (reads no term
    * data): one `PRAGMA data_version` when nothing was committed. The platform's search connections use
    * FOLLOW_CHANGES_MS.
    */
@@ -361,11 +361,15 @@ const HALF_MAX = 0xffff;
 /** Blocks of one term fetched one by one in a search before the rest of the term is read in one range scan. */
 const POINT_LOOKUPS = 8;
 /**
- * Commits the change log (`term_changes`) keeps: a search connection that fell further behind (idle through more
- * commits) clears its term cache instead of following the log. Each row is 8 bytes per term its commit wrote, against
- * the ≥ 600 bytes of the `dirs` row and the block that commit rewrote per term.
+ * What the change log (`term_changes`) keeps: the commits of the last CHANGE_LOG_SECONDS, and at least the last
+ * CHANGE_LOG_MIN_ROWS whatever their age; a search connection that fell further behind clears its term cache instead
+ * of following the log. By time, not by count: one document delete is one commit, and deleting a source commits
+ * hundreds a second (a smoke test's 300 deletes overran a 256-commit log between two follows a second apart). Each
+ * row is 8 bytes per term its commit wrote (against the ≥ 600 bytes of the `dirs` row and the block that commit
+ * rewrote per term), so a minute of a bulk ingestion is a few MB; written once and deleted once, whatever it keeps.
  */
-const CHANGE_LOG_KEEP = 256;
+const CHANGE_LOG_SECONDS = 60;
+const CHANGE_LOG_MIN_ROWS = 256;
 /** (term, block) pairs a search follows from the log at most; past that, clearing the cache is cheaper. */
 const CHANGE_LOG_MAX_PAIRS = 2 ** 20;
 /** followChangesMs of the platform's search connections (the main thread's and each keyword worker's). */
@@ -566,6 +570,11 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
   private termRefreshes = 0;
   /** This connection's write transaction: term id → the first block it rewrote (logged at commit: logChanges). */
   private readonly changed = new Map<number, number>();
+  /**
+   * The change log's rows this connection wrote, one mark a second at most (seq, Date.now()): where a prune may cut
+   * (logChanges). In memory: after a restart, rows written before it go at the first prune a minute later.
+   */
+  private readonly logMarks: Array<[seq: number, at: number]> = [];
   /** followChangesMs's timer (unref'd: it never keeps a process alive). */
   private followTimer: NodeJS.Timeout | undefined;
   /** log2 of the chunk ids per block, and derived masks. */
@@ -779,7 +788,7 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
    * so under continuous ingestion every search read its terms' directories and frequent blocks afresh: at 1M chunks
    * with a commit before every search, 59 ms a search against 11 ms now and 9 ms with no writes (scripts/bench/README.md,
    * keyword-churn). The whole cache is cleared when
-   * the log cannot be followed: a search connection behind by more than CHANGE_LOG_KEEP commits, a commit that
+   * the log cannot be followed: a search connection behind by more than the log keeps (CHANGE_LOG_SECONDS), a commit that
    * rewrote everything (a recluster's swap logs a row without terms), or more than CHANGE_LOG_MAX_PAIRS to follow.
    */
   private validateTermCache(): void {
@@ -988,8 +997,9 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
 
   /**
    * The change log's row for this transaction's postings (term id, first block rewritten — pairs of 32-bit words), so
-   * that other connections' term caches drop only what changed (validateTermCache); rows more than CHANGE_LOG_KEEP
-   * commits old go. Constant per commit: what the commit wrote, not the index.
+   * that other connections' term caches drop only what changed (validateTermCache); rows older than CHANGE_LOG_SECONDS
+   * go (beyond the last CHANGE_LOG_MIN_ROWS), checked once a second. Constant per commit: what the commit wrote, not
+   * the index.
    */
   private logChanges(): void {
     if (this.changed.size === 0) return;
@@ -1001,7 +1011,17 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     }
     this.changed.clear();
     const seq = Number(this.stmt.logChange.run(encodeWords(w)).lastInsertRowid);
-    if (seq > CHANGE_LOG_KEEP && seq % 16 === 0) this.stmt.pruneChanges.run(seq - CHANGE_LOG_KEEP);
+    const now = Date.now();
+    const last = this.logMarks[this.logMarks.length - 1];
+    if (last && now - last[1] < 1000) return;
+    this.logMarks.push([seq, now]);
+    // The newest mark at least CHANGE_LOG_SECONDS old: every row up to it is that old (rows before the first mark —
+    // written before this connection opened — older still).
+    let cut = -1;
+    while (this.logMarks.length > 1 && now - this.logMarks[1]![1] >= CHANGE_LOG_SECONDS * 1000) this.logMarks.shift();
+    if (now - this.logMarks[0]![1] >= CHANGE_LOG_SECONDS * 1000) cut = this.logMarks[0]![0];
+    cut = Math.min(cut, seq - CHANGE_LOG_MIN_ROWS);
+    if (cut > 0) this.stmt.pruneChanges.run(cut);
   }
 
   private assertOpen(): void {
