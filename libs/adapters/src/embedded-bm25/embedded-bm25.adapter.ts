@@ -170,9 +170,8 @@ export interface EmbeddedBm25KeywordIndexOptions {
    * Follow other connections' commits every this many ms between searches as well (0, the default: only at each
    * search). The change log keeps the last CHANGE_LOG_SECONDS of commits (at least CHANGE_LOG_MIN_ROWS of them); a
    * connection that searches less often than that (questions minutes apart during an ingestion) would otherwise find
-   * the log moved past it and clear its term cache. Following marks stale terms only (reads no term
-   * data): one `PRAGMA data_version` when nothing was committed. The platform's search connections use
-   * FOLLOW_CHANGES_MS.
+   * the log moved past it and clear its term cache. Following marks stale terms only (reads no term data): one
+   * `PRAGMA data_version` when nothing was committed. The platform's search connections use FOLLOW_CHANGES_MS.
    */
   followChangesMs?: number;
   /** Called after each search with this connection's term-cache counts so far (the factory publishes them: TermCacheMetrics). */
@@ -786,10 +785,10 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
    * wrote and the first block of each, and those cached terms are marked stale from there (refreshTerm re-reads that
    * tail at their next use) — the rest of the cache stays. Until 2026-12-07 any such commit cleared the whole cache,
    * so under continuous ingestion every search read its terms' directories and frequent blocks afresh: at 1M chunks
-   * with a commit before every search, 59 ms a search against 11 ms now and 9 ms with no writes (scripts/bench/README.md,
-   * keyword-churn). The whole cache is cleared when
-   * the log cannot be followed: a search connection behind by more than the log keeps (CHANGE_LOG_SECONDS), a commit that
-   * rewrote everything (a recluster's swap logs a row without terms), or more than CHANGE_LOG_MAX_PAIRS to follow.
+   * with a commit before every search, 59 ms a search against 11 ms now and 9 ms with no writes
+   * (scripts/bench/README.md, keyword-churn). The whole cache is cleared when the log cannot be followed: a search
+   * connection behind by more than the log keeps (CHANGE_LOG_SECONDS), a commit that rewrote everything (a
+   * recluster's swap logs a row without terms), or more than CHANGE_LOG_MAX_PAIRS to follow.
    */
   private validateTermCache(): void {
     const v = this.stmt.dataVersion.get()!;
@@ -902,9 +901,10 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
    * them (dropped by the next recluster, which is due again at once); a failure drops them on the way out. Searches
    * on other connections read the old tables throughout (the steps write no postings of the live tables, so their
    * term caches stay; the swap logs a change without terms, which clears them). Writers on this file wait — the
-   * keyword writer runs it between its write tasks, so ingestion pauses for its duration (progress logged every 10 s). Cost: one pass over the chunk rows and
-   * one over every posting block, linear in the index; run when the ids written since the last one reach a share of
-   * the index (reclusterDue), that is amortised to a constant number of rewrites per chunk.
+   * keyword writer runs it between its write tasks, so ingestion pauses for its duration (progress logged every
+   * 10 s). Cost: one pass over the chunk rows and one over every posting block, linear in the index; run when the ids
+   * written since the last one reach a share of the index (reclusterDue), that is amortised to a constant number of
+   * rewrites per chunk.
    *
    * Why steps, not one transaction (until 2026-12-07): a transaction larger than SQLite's page cache spills its
    * pages into the WAL, and every page read that misses the cache then probes the WAL index of every frame the
