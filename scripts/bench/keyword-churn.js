@@ -5,6 +5,7 @@ const { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync } = r
 const os = require('node:os');
 const { join, resolve } = require('node:path');
 const c = require('./lib/common');
+const { reidentifiedRuns } = require('./lib/keyword-source');
 
 const spec = {
   from: { type: 'string', default: undefined, help: 'keyword.db of an existing index (e.g. <folder>/keyword.db after `bench scale --data-dir <folder>`); a copy is searched and written' },
@@ -58,21 +59,7 @@ async function run(argv) {
   const commits = phases.reduce((n, every) => n + (every > 0 ? Math.ceil((questions.length * opts.rounds) / every) : 0), 0);
   const bodies = src.prepare('SELECT body FROM chunks ORDER BY id LIMIT ?').pluck().all(commits * opts.run * 2);
   src.close();
-  const runs = [];
-  let acc = [];
-  let lastDoc;
-  for (const b of bodies) {
-    const ch = JSON.parse(b);
-    const re = (id) => (id ? `kwc-${id}` : id);
-    const out = { ...ch, chunk_id: re(ch.chunk_id), document_id: re(ch.document_id), ...(ch.parent_id ? { parent_id: re(ch.parent_id) } : {}) };
-    if (acc.length >= opts.run && out.document_id !== lastDoc) {
-      runs.push(acc);
-      acc = [];
-    }
-    acc.push(out);
-    lastDoc = out.document_id;
-  }
-  if (acc.length) runs.push(acc);
+  const { runs } = reidentifiedRuns(bodies, 'kwc-', opts.run);
   if (runs.length < commits) throw new Error(`--from has too few chunks for ${commits} commits of ${opts.run}`);
 
   const root = mkdtempSync(join(resolve(opts.workDir), 'rag-bench-keyword-churn-'));

@@ -5,6 +5,7 @@ const { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync }
 const os = require('node:os');
 const { join, resolve } = require('node:path');
 const c = require('./lib/common');
+const { reidentifiedRuns } = require('./lib/keyword-source');
 
 const spec = {
   from: { type: 'string', default: undefined, help: 'keyword.db of an existing index (e.g. <folder>/keyword.db after `bench scale --data-dir <folder>`); its chunks are also the ones written' },
@@ -61,26 +62,9 @@ async function run(argv) {
   const sourcePage = src.pragma('page_size', { simple: true });
   const bodies = src.prepare('SELECT body FROM chunks ORDER BY id LIMIT ?').pluck().all(opts.chunks);
   src.close();
-  const byDoc = new Map();
-  for (const b of bodies) {
-    const ch = JSON.parse(b);
-    const re = (id) => (id ? `kwb-${id}` : id);
-    const out = { ...ch, chunk_id: re(ch.chunk_id), document_id: re(ch.document_id), ...(ch.parent_id ? { parent_id: re(ch.parent_id) } : {}) };
-    if (!byDoc.has(out.document_id)) byDoc.set(out.document_id, []);
-    byDoc.get(out.document_id).push(out);
-  }
   // Runs of whole documents, as the indexer hands them over.
-  const full = [];
-  let acc = [];
-  for (const doc of byDoc.values()) {
-    acc.push(...doc);
-    if (acc.length >= opts.run) {
-      full.push(acc);
-      acc = [];
-    }
-  }
-  if (acc.length) full.push(acc);
-  c.log(`source ${opts.from}: ${sourceChunks} chunks, page size ${sourcePage}; writing ${bodies.length} chunks of ${byDoc.size} documents in ${full.length} runs of ≈ ${opts.run}`);
+  const { runs: full, documents } = reidentifiedRuns(bodies, 'kwb-', opts.run);
+  c.log(`source ${opts.from}: ${sourceChunks} chunks, page size ${sourcePage}; writing ${bodies.length} chunks of ${documents} documents in ${full.length} runs of ≈ ${opts.run}`);
 
   const root = mkdtempSync(join(os.tmpdir(), 'rag-bench-keyword-writes-'));
   const results = [];
