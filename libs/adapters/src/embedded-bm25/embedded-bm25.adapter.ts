@@ -930,8 +930,7 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
       }
       throw e; // the old tables are unchanged, and so is what the term cache holds of them
     }
-    this.termCache.clear(); // this connection's (it wrote the swap: its data_version does not move)
-    this.staleTerms.clear();
+    this.clearTermCache(); // this connection's (it wrote the swap: its data_version does not move)
     try {
       this.db.pragma('wal_checkpoint(TRUNCATE)');
     } catch {
