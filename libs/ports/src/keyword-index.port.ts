@@ -28,6 +28,12 @@ export interface KeywordIndex {
   /** Several {@link deleteDocument}s in one request (bulk ingestion), where the engine can; rows removed in all. */
   deleteDocuments?(documents: DocumentDelete[]): Promise<number>;
   count(documentId?: string): Promise<number>;
+  /**
+   * Loads what the first searches after a start would otherwise read cold (the embedded index's term caches, from the
+   * terms searched before the last stop), for at most `maxMs`; where the engine has nothing to warm, absent. The
+   * process that searches (the retriever) awaits it before it serves.
+   */
+  warmUp?(maxMs: number): Promise<unknown>;
   close(): Promise<void>;
 }
 export const KEYWORD_INDEX = Symbol('KEYWORD_INDEX');

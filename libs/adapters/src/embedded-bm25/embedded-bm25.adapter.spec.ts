@@ -842,6 +842,51 @@ describe('EmbeddedBm25KeywordIndex', () => {
     expect(after.hits[0]!.chunk_id).toBe('hot#v1#0');
   });
 
+  it('journals the terms its searches load, and a fresh connection warmed with them (warmTerms) answers the same searches reading no term data', async () => {
+    const writer = make({ blockBits: 5 });
+    await writer.upsert(zipfCorpus(1500, 17));
+    const reqs = ['w0x w1x', 'w3x', 'w0x w40x w7ax', 'w2x w9x w11x'].map((query) => ({ query, k: 200, scope }));
+    const before = make({ blockBits: 5, journalLoads: true }); // a keyword worker before a restart
+    const cold = reqs.map((req) => before.searchWithStats(req));
+    const expected = cold.map((r) => r.hits);
+    const journal = before.takeLoadedTerms();
+    expect(journal.length % 2).toBe(0);
+    expect(journal.filter((_, i) => i % 2 === 1 && journal[i] === 1).length).toBeGreaterThan(0); // range-scanned terms marked full
+    expect(before.takeLoadedTerms()).toEqual([]); // taken
+    for (const req of reqs) before.searchWithStats(req);
+    expect(before.takeLoadedTerms()).toEqual([]); // all cached: nothing loaded
+    expect(make({ blockBits: 5 }).takeLoadedTerms()).toEqual([]); // no journal unless asked
+    // After the restart: warmed with the journal (and a term listed again as directory-only, an unknown id, a bogus
+    // one), the searches find every term cached.
+    const after = make({ blockBits: 5 });
+    const warmed = after.warmTerms([...journal, 999_999, 1, journal[0]!, 0, -5, 0]);
+    const distinct = new Set(journal.filter((_, i) => i % 2 === 0)).size;
+    expect(warmed.terms).toBe(distinct);
+    expect(warmed.bytes).toBe(after.termCacheStats().bytes);
+    let fetched = 0;
+    for (const [i, req] of reqs.entries()) {
+      const r = after.searchWithStats(req);
+      expect(r.hits).toEqual(expected[i]);
+      // the range-scanned terms' blocks came with the warm-up; a term whose blocks were only looked up one by one
+      // (cheap: ≈ 13 µs each at 1M chunks) is warmed with its directory, and looks them up again
+      expect(r.stats.blocksFetched).toBeLessThanOrEqual(8 * r.stats.terms);
+      fetched += r.stats.blocksFetched;
+    }
+    expect(fetched).toBeLessThan(cold.reduce((n, r) => n + r.stats.blocksFetched, 0) / 4);
+    expect(after.termCacheStats().misses).toBe(0);
+    // Exact under writes that came after the warm-up (the change log is followed as for searches' own loads).
+    await writer.upsert([chunk('hot', 1, 0, 'w0x '.repeat(30).trim())]);
+    await writer.deleteDocument('z1');
+    for (const req of reqs) expect(after.searchWithStats(req).hits).toEqual(after.searchExhaustive(req));
+    expect(after.searchWithStats({ query: 'w0x', k: 5, scope }).hits[0]!.chunk_id).toBe('hot#v1#0');
+    // Bounded: a deadline already past loads nothing; a small budget stops at 3/4 of it.
+    expect(make({ blockBits: 5 }).warmTerms(journal, Date.now() - 1)).toEqual({ terms: 0, bytes: 0 });
+    const small = make({ blockBits: 5, termCacheBytes: 64 * 1024 });
+    const cut = small.warmTerms(journal);
+    expect(cut.terms).toBeLessThan(distinct);
+    expect(cut.bytes).toBeLessThanOrEqual(64 * 1024);
+  });
+
   it('keeps the term cache within its budget, and 0 turns it off (same results)', async () => {
     const corpus = zipfCorpus(1500, 8);
     const small = make({ blockBits: 5, termCacheBytes: 16_384 });

@@ -174,6 +174,11 @@ export interface EmbeddedBm25KeywordIndexOptions {
    * `PRAGMA data_version` when nothing was committed. The platform's search connections use FOLLOW_CHANGES_MS.
    */
   followChangesMs?: number;
+  /**
+   * Keep a journal of the terms this connection's searches loaded into the term cache (takeLoadedTerms; default false):
+   * a keyword worker hands it to its host, which keeps the list of hot terms across restarts (warmTerms).
+   */
+  journalLoads?: boolean;
   /** Called after each search with this connection's term-cache counts so far (the factory publishes them: TermCacheMetrics). */
   onTermCacheStats?: (counts: { hits: number; misses: number; refreshes: number; bytes: number }) => void;
   logger?: Logger;
@@ -359,6 +364,12 @@ const MAX_BOUND_SLOTS = 2 ** 24;
 const HALF_MAX = 0xffff;
 /** Blocks of one term fetched one by one in a search before the rest of the term is read in one range scan. */
 const POINT_LOOKUPS = 8;
+/** Most (term, full) pairs a connection's load journal holds before its oldest half goes (journalLoads). */
+const LOAD_JOURNAL_MAX = 1 << 17;
+/** Terms warmed per read transaction (warmTerms): short snapshots, so the writer's checkpoints are not held back. */
+const WARM_TERMS_PER_TXN = 32;
+/** Share of the term-cache budget warmTerms fills at most (the rest stays for what the next searches bring). */
+const WARM_CACHE_SHARE = 0.75;
 /**
  * What the change log (`term_changes`) keeps: the commits of the last CHANGE_LOG_SECONDS, and at least the last
  * CHANGE_LOG_MIN_ROWS whatever their age; a search connection that fell further behind clears its term cache instead
@@ -567,6 +578,11 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
   private readonly staleTerms = new Map<number, number>();
   /** Cached terms refreshed that way (termCacheStats). */
   private termRefreshes = 0;
+  /**
+   * With journalLoads: (term id, 1 when a search read all its large blocks else 0) per term loaded into the term cache
+   * since the last takeLoadedTerms; bounded (the oldest half goes past LOAD_JOURNAL_MAX pairs).
+   */
+  private readonly loadJournal: number[] | undefined;
   /** This connection's write transaction: term id → the first block it rewrote (logged at commit: logChanges). */
   private readonly changed = new Map<number, number>();
   /**
@@ -639,6 +655,7 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     if (!Number.isSafeInteger(cacheBytes) || cacheBytes < 0) throw new Error(`EmbeddedBm25KeywordIndex: termCacheBytes must be a non-negative integer (got ${opts.termCacheBytes})`);
     this.termCache = new TermCache(cacheBytes);
     this.onTermCacheStats = opts.onTermCacheStats;
+    this.loadJournal = opts.journalLoads ? [] : undefined;
     const follow = opts.followChangesMs ?? 0;
     if (!(Number.isSafeInteger(follow) && follow >= 0)) throw new Error(`EmbeddedBm25KeywordIndex: followChangesMs must be a non-negative integer (got ${opts.followChangesMs})`);
     const mmap = opts.mmapBytes ?? DEFAULT_MMAP_BYTES;
@@ -831,6 +848,74 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
     } catch {
       // the next search validates in its own transaction
     }
+  }
+
+  private journal(termId: number, full: 0 | 1): void {
+    const j = this.loadJournal;
+    if (!j) return;
+    if (j.length >= LOAD_JOURNAL_MAX) j.splice(0, LOAD_JOURNAL_MAX >>> 1);
+    j.push(termId, full);
+  }
+
+  /**
+   * With journalLoads: the terms this connection's searches loaded into the term cache since the last call, as flat
+   * (term id, full) pairs — full = 1 when a search read all the term's large blocks (a range scan), 0 when only its
+   * directory (and perhaps a few looked-up blocks). What warmTerms takes after a restart.
+   */
+  takeLoadedTerms(): number[] {
+    const j = this.loadJournal;
+    if (!j || j.length === 0) return [];
+    return j.splice(0);
+  }
+
+  /**
+   * Loads terms into the term cache before any search asks for them — after a restart, the terms searched before it
+   * (flat (term id, full) pairs as takeLoadedTerms gives them, most recently loaded last, taken from the end): each
+   * term's directory, and for `full` terms all their large blocks, exactly as a search would have cached them. A
+   * million-chunk index's first searches otherwise read ≈ 1,100 terms at ≈ 4 ms each per connection
+   * (scripts/bench/README.md, keyword-churn). Stops at `deadline` (a Date.now() time) or once the cache holds
+   * WARM_CACHE_SHARE of its budget; terms already cached, or no longer in the index, are skipped. Runs in read
+   * transactions of WARM_TERMS_PER_TXN terms, each following the change log first, so the cache stays exact under
+   * writes as it does for searches. Returns the terms loaded and the cache's size after.
+   */
+  warmTerms(pairs: ArrayLike<number>, deadline = Number.POSITIVE_INFINITY): { terms: number; bytes: number } {
+    this.assertOpen();
+    let loaded = 0;
+    const limit = this.termCache.maxBytes * WARM_CACHE_SHARE;
+    const subCount = this.blockSize >>> this.subShift;
+    let i = pairs.length - 2;
+    const more = () => i >= 0 && this.termCache.size < limit && Date.now() < deadline;
+    while (more()) {
+      this.db.transaction(() => {
+        this.validateTermCache();
+        for (let n = 0; n < WARM_TERMS_PER_TXN && more(); n++, i -= 2) {
+          const id = pairs[i]!;
+          if (!Number.isSafeInteger(id) || id < 0) continue;
+          const cached = this.termCache.peek(id);
+          if (cached && this.staleTerms.has(id)) continue; // its next search refreshes it
+          let entries = cached?.dir;
+          if (!entries) {
+            const read: DirEntry[] = [];
+            let bytes = 0;
+            for (const seg of this.stmt.directory.all(id)) {
+              readDirSegment(seg, read);
+              bytes += seg.byteLength;
+            }
+            if (read.length === 0) continue; // a term no longer in the index
+            this.staleTerms.delete(id);
+            this.termCache.putDir(id, read, bytes + read.length * DIR_ENTRY_OVERHEAD);
+            entries = read;
+            loaded++;
+          }
+          // directory only (its blocks are looked up one by one when a search needs them), or no large block, or held
+          if (pairs[i + 1] !== 1 || cached?.blocks?.complete || entries.every((e) => e[2])) continue;
+          const scanned = this.stmt.termBlocks.all(id).map(([b, data]): [number, Uint32Array] => [b, decodeWords(data)]);
+          const pk = packBlocks(scanned, this.blockSize - 1, this.subShift, subCount);
+          this.termCache.putBlocks(id, pk, pk.bytes);
+        }
+      })();
+    }
+    return { terms: loaded, bytes: this.termCache.size };
   }
 
   /** Empties the term cache; the change log is followed from its current end. Inside a transaction (a consistent end). */
@@ -1141,6 +1226,7 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
       }
       this.staleTerms.delete(t.id); // (marked while cached, then dropped from the cache: read whole now)
       this.termCache.putDir(t.id, entries, bytes + entries.length * DIR_ENTRY_OVERHEAD);
+      this.journal(t.id, 0);
       return entries;
     });
     let nBlocks = 0;
@@ -1396,11 +1482,13 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
                 pk.complete = true;
                 pk.have = pk.nb;
                 lookups[i] = -Infinity;
+                this.journal(t.id, 1);
               } else {
                 const scanned = this.stmt.termBlocks.all(t.id).map(([b, data]): [number, Uint32Array] => [b, decodeWords(data)]);
                 stats.blocksFetched += scanned.length;
                 pk = packBlocks(scanned, mask, S, subCount);
                 lookups[i] = -Infinity; // every large block of the term is in `packed` now (the small ones in `words`)
+                this.journal(t.id, 1);
               }
               packed[i] = pk;
               this.termCache.putBlocks(t.id, pk, pk.bytes);

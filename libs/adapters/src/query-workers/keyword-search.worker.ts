@@ -18,12 +18,28 @@ export interface KeywordWorkerData {
   followChangesMs?: number;
 }
 
+/** A warm-up task (OffloadedKeywordIndex.warmUp): the terms to load, as EmbeddedBm25KeywordIndex.warmTerms takes them. */
+export interface KeywordWarmTask {
+  warm: number[];
+  /** Date.now() time to stop at. */
+  deadline: number;
+}
+
+/** What a warm-up task did in this worker. */
+export interface KeywordWarmResult {
+  warmed: { terms: number; bytes: number };
+  cache: TermCacheCounts;
+  thread: number;
+}
+
 /** A search's hits, with this worker's term-cache counts so far (the host publishes them as metrics). */
 export interface KeywordWorkerResult {
   hits: KeywordHit[];
   cache: TermCacheCounts;
   /** This worker thread's id: the source of `cache`. */
   thread: number;
+  /** The terms this search loaded into the worker's term cache (EmbeddedBm25KeywordIndex.takeLoadedTerms), when any. */
+  loaded?: number[];
 }
 
 let index: EmbeddedBm25KeywordIndex | undefined;
@@ -38,10 +54,7 @@ function problemOf(req: unknown): string | null {
   return null;
 }
 
-export default async function keywordSearchTask(req: unknown): Promise<KeywordWorkerResult> {
-  // validated again here: this is the edge of the worker thread
-  const problem = problemOf(req);
-  if (problem) throw new TypeError(`invalid keyword search request: ${problem}`);
+function open(): EmbeddedBm25KeywordIndex {
   const data = workerData as KeywordWorkerData;
   index ??= new EmbeddedBm25KeywordIndex({
     dir: data.dir,
@@ -49,8 +62,34 @@ export default async function keywordSearchTask(req: unknown): Promise<KeywordWo
     ...(data.b !== undefined ? { b: data.b } : {}),
     ...(data.termCacheBytes !== undefined ? { termCacheBytes: data.termCacheBytes } : {}),
     ...(data.followChangesMs !== undefined ? { followChangesMs: data.followChangesMs } : {}),
+    journalLoads: true,
   });
-  const hits = await index.search(req as KeywordSearchRequest);
-  const c = index.termCacheStats();
-  return { hits, cache: { hits: c.hits, misses: c.misses, refreshes: c.refreshes, bytes: c.bytes }, thread: threadId };
+  return index;
+}
+
+function counts(i: EmbeddedBm25KeywordIndex): TermCacheCounts {
+  const c = i.termCacheStats();
+  return { hits: c.hits, misses: c.misses, refreshes: c.refreshes, bytes: c.bytes };
+}
+
+function isWarmTask(req: unknown): req is KeywordWarmTask {
+  return typeof req === 'object' && req !== null && 'warm' in req;
+}
+
+export default async function keywordSearchTask(req: unknown): Promise<KeywordWorkerResult | KeywordWarmResult> {
+  if (isWarmTask(req)) {
+    // validated here too: this is the edge of the worker thread
+    if (!Array.isArray(req.warm) || req.warm.length % 2 !== 0 || typeof req.deadline !== 'number') {
+      throw new TypeError('invalid keyword search request: a warm-up task needs warm (term id, full pairs) and a deadline');
+    }
+    const i = open();
+    const warmed = i.warmTerms(req.warm, req.deadline);
+    return { warmed, cache: counts(i), thread: threadId };
+  }
+  const problem = problemOf(req);
+  if (problem) throw new TypeError(`invalid keyword search request: ${problem}`);
+  const i = open();
+  const hits = await i.search(req as KeywordSearchRequest);
+  const loaded = i.takeLoadedTerms();
+  return { hits, cache: counts(i), thread: threadId, ...(loaded.length ? { loaded } : {}) };
 }

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Chunk } from '@rag/contracts';
@@ -137,6 +137,65 @@ describe('OffloadedKeywordIndex (embedded BM25 searches on a worker thread)', ()
     expect(await queued).toEqual(await inner.search(requests[2]!));
     expect(events).toEqual(['third search answered', 'stuck search failed', 'queued search answered']);
     expect(index.stats()).toEqual({ inWorker: 1, small: 0, inline: 1, retriedInProcess: 0, timedOut: 1 });
+  }, 60_000);
+
+  it('keeps the terms its workers loaded across a restart (warmFile) and warms every worker with them before serving: no term-cache miss after', async () => {
+    const workerMisses = async () => {
+      let n = 0;
+      for (const v of (await metrics.keywordTermCacheLookups.get()).values) if (v.labels.connection === 'worker' && v.labels.result === 'miss') n += v.value;
+      return n;
+    };
+    const { dir, inner } = await setup();
+    const warmFile = join(dir, 'keyword-warm.json');
+    const first = new OffloadedKeywordIndex(inner, { workers: 2, timeoutMs: 30_000, index: { dir }, warmFile, queuePerWorker: 8 });
+    opened.push(first);
+    expect(await first.warmUp(10_000)).toBeNull(); // nothing saved yet
+    const expected = await Promise.all(requests.map((req) => first.search(req))); // both workers
+    expect(existsSync(warmFile)).toBe(false); // written every WARM_SAVE_MS, and at close
+    await first.close();
+    const saved = JSON.parse(readFileSync(warmFile, 'utf8')) as { format: number; terms: number[]; recent_search_ms: number };
+    expect(saved.format).toBe(1);
+    expect(saved.terms.length).toBeGreaterThan(0);
+    expect(saved.terms.length % 2).toBe(0);
+
+    // The restart: a new process on the same folder warms both workers, then answers the same searches from their caches.
+    const again = new OffloadedKeywordIndex(new EmbeddedBm25KeywordIndex({ dir }), { workers: 2, timeoutMs: 30_000, index: { dir }, warmFile, queuePerWorker: 8 });
+    opened.push(again);
+    const report = await again.warmUp(10_000);
+    expect(report).toMatchObject({ terms: saved.terms.length / 2, cutShort: false });
+    expect(report!.loaded).toHaveLength(2); // one task per worker
+    expect(report!.loaded.every((n) => n === saved.terms.length / 2)).toBe(true);
+    const misses = await workerMisses();
+    for (let round = 0; round < 3; round++) expect(await Promise.all(requests.map((req) => again.search(req)))).toEqual(expected);
+    expect(await workerMisses()).toBe(misses);
+    expect(again.stats().inWorker).toBe(requests.length * 3);
+  }, 60_000);
+
+  it('warm-up: restores the recent searches\' average (searches go to the warm workers at once), ignores a damaged file, and is off at 0 ms', async () => {
+    const { dir, inner } = await setup();
+    const warmFile = join(dir, 'keyword-warm.json');
+    // a costly index before the restart: its average was above minSearchMs
+    writeFileSync(warmFile, JSON.stringify({ format: 1, recent_search_ms: 40, terms: [1, 0, 2, 1] }));
+    const costly = new OffloadedKeywordIndex(inner, { workers: 1, timeoutMs: 30_000, index: { dir }, warmFile, minSearchMs: 10 });
+    opened.push(costly);
+    expect(await costly.warmUp(0)).toBeNull();
+    expect(await costly.search(requests[0]!)).toEqual(await inner.search(requests[0]!));
+    expect(costly.stats()).toMatchObject({ inWorker: 0, small: 1 }); // not warmed: starts on this thread
+    const warmed = new OffloadedKeywordIndex(inner, { workers: 1, timeoutMs: 30_000, index: { dir }, warmFile, minSearchMs: 10 });
+    opened.push(warmed);
+    expect(await warmed.warmUp(10_000)).toMatchObject({ terms: 2 });
+    expect(await warmed.search(requests[0]!)).toEqual(await inner.search(requests[0]!));
+    expect(warmed.stats()).toMatchObject({ inWorker: 1, small: 0 });
+    // damaged: ignored (logged), searches unaffected, and the file is written afresh at close
+    for (const bad of ['{not json', JSON.stringify({ format: 1, terms: [1] }), JSON.stringify({ format: 9, terms: [] })]) {
+      writeFileSync(warmFile, bad);
+      const x = new OffloadedKeywordIndex(new EmbeddedBm25KeywordIndex({ dir }), { workers: 1, timeoutMs: 30_000, index: { dir }, warmFile });
+      opened.push(x);
+      expect(await x.warmUp(10_000)).toBeNull();
+      expect(await x.search(requests[0]!)).toEqual(await inner.search(requests[0]!));
+      await x.close();
+      expect(JSON.parse(readFileSync(warmFile, 'utf8')).format).toBe(1);
+    }
   }, 60_000);
 
   it('closes the pool and the inner index; a search after close is refused', async () => {

@@ -1,10 +1,12 @@
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { rename, writeFile } from 'node:fs/promises';
 import { Piscina } from 'piscina';
 import { isAbort, workerEntry } from '../worker-parser/worker-support';
 import type { Chunk } from '@rag/contracts';
 import { Logger, metrics } from '@rag/platform';
 import type { KeywordHit, KeywordIndex, KeywordSearchRequest } from '@rag/ports';
 import { TermCacheMetrics } from '../embedded-bm25/term-cache-metrics';
-import type { KeywordWorkerData, KeywordWorkerResult } from './keyword-search.worker';
+import type { KeywordWarmResult, KeywordWarmTask, KeywordWorkerData, KeywordWorkerResult } from './keyword-search.worker';
 
 export interface OffloadedKeywordIndexOptions {
   /** Worker threads that run searches (RAG_QUERY_WORKERS, ≥ 1). */
@@ -27,6 +29,23 @@ export interface OffloadedKeywordIndexOptions {
    * this thread to hand it over, and a search waits for at most the one ahead of it.
    */
   queuePerWorker?: number;
+  /**
+   * Where the hot terms are kept across restarts (the factory: `keyword-warm.json` in the data folder; unset: not
+   * kept). The terms the workers' searches loaded into their term caches, and the recent searches' average time,
+   * written every WARM_SAVE_MS while they change and at close; warmUp reads it.
+   */
+  warmFile?: string;
+}
+
+/** What warmUp did. */
+export interface KeywordWarmUpReport {
+  /** Terms in the warm file. */
+  terms: number;
+  /** Per worker thread that ran a warm-up task: the terms it loaded. */
+  loaded: number[];
+  /** Whether a worker stopped at the deadline before loading every term it could. */
+  cutShort: boolean;
+  ms: number;
 }
 
 export interface OffloadedKeywordStats {
@@ -56,6 +75,12 @@ export interface OffloadedKeywordStats {
  *   both threads busy without a convoy; `queuePerWorker` (RAG_QUERY_WORKERS_QUEUE) lets a bounded number wait instead;
  * - the pool starts on the first search (a process that only indexes never starts threads) and keeps its workers.
  */
+/** How often the hot terms are written while they change (and at close). */
+export const WARM_SAVE_MS = 60_000;
+/** Most hot terms kept (the least recently loaded go first): far more than a term cache holds at 1M chunks (≈ 1,100–2,000). */
+const HOT_TERMS_MAX = 1 << 16;
+const WARM_FILE_FORMAT = 1;
+
 /** The `thread` label of rag_keyword_searches_total for each count of {@link OffloadedKeywordStats}. */
 const THREAD_LABEL: Record<keyof OffloadedKeywordStats, string> = {
   inWorker: 'worker',
@@ -67,7 +92,7 @@ const THREAD_LABEL: Record<keyof OffloadedKeywordStats, string> = {
 
 export class OffloadedKeywordIndex implements KeywordIndex {
   private readonly log = new Logger('keyword-workers');
-  private pool: Piscina<KeywordSearchRequest, KeywordWorkerResult> | undefined;
+  private pool: Piscina<KeywordSearchRequest | KeywordWarmTask, KeywordWorkerResult | KeywordWarmResult> | undefined;
   /** The workers' term caches, published as rag_keyword_term_cache_* {connection="worker"}. */
   private readonly cacheMetrics: TermCacheMetrics;
   private readonly counts: OffloadedKeywordStats = { inWorker: 0, small: 0, inline: 0, retriedInProcess: 0, timedOut: 0 };
@@ -86,6 +111,11 @@ export class OffloadedKeywordIndex implements KeywordIndex {
    * next waiter, whose time limit starts only then (the pool's timer would also count the wait).
    */
   private readonly waiting: (() => void)[] = [];
+  /** Terms the workers loaded into their term caches: term id → 1 when a search read all its large blocks; oldest first. */
+  private readonly hot = new Map<number, number>();
+  private hotChanged = false;
+  private saveTimer: NodeJS.Timeout | undefined;
+  private saving: Promise<void> | undefined;
 
   constructor(
     private readonly inner: KeywordIndex,
@@ -97,6 +127,10 @@ export class OffloadedKeywordIndex implements KeywordIndex {
     this.queueLimit = options.workers * queue;
     this.cacheMetrics = new TermCacheMetrics('worker', options.workers);
     workerEntry(__dirname, 'keyword-search.worker', 'keyword search worker', options.workerFile); // fail at start-up, not at the first query, when the module is missing
+    if (options.warmFile) {
+      this.saveTimer = setInterval(() => void this.saveHot(), WARM_SAVE_MS);
+      this.saveTimer.unref();
+    }
   }
 
   /** Messages a worker posts (tests use them to see a search start); starts the pool. */
@@ -114,10 +148,10 @@ export class OffloadedKeywordIndex implements KeywordIndex {
     metrics.keywordSearches.inc({ thread: THREAD_LABEL[kind] });
   }
 
-  private poolOf(): Piscina<KeywordSearchRequest, KeywordWorkerResult> {
+  private poolOf(): Piscina<KeywordSearchRequest | KeywordWarmTask, KeywordWorkerResult | KeywordWarmResult> {
     if (this.pool) return this.pool;
     const entry = workerEntry(__dirname, 'keyword-search.worker', 'keyword search worker', this.options.workerFile);
-    this.pool = new Piscina<KeywordSearchRequest, KeywordWorkerResult>({
+    this.pool = new Piscina<KeywordSearchRequest | KeywordWarmTask, KeywordWorkerResult | KeywordWarmResult>({
       filename: entry.filename,
       workerData: { ...this.options.index, ...(entry.tsEntry ? { tsEntry: entry.tsEntry } : {}) },
       minThreads: this.options.workers,
@@ -146,13 +180,13 @@ export class OffloadedKeywordIndex implements KeywordIndex {
       this.record(here);
       return timed(await this.inner.search(req));
     }
-    if (full) await new Promise<void>((resolve) => this.waiting.push(resolve)); // a finishing search hands its slot over
-    else this.busy++;
+    await this.acquire(full);
     try {
       if (this.closed) throw new Error('keyword index is closed');
-      const out = await this.poolOf().run(task, { signal: AbortSignal.timeout(this.options.timeoutMs) });
+      const out = (await this.poolOf().run(task, { signal: AbortSignal.timeout(this.options.timeoutMs) })) as KeywordWorkerResult;
       this.record('inWorker');
       this.cacheMetrics.report(String(out.thread), out.cache);
+      if (out.loaded) this.noteHot(out.loaded);
       return timed(out.hits);
     } catch (err) {
       if (this.closed) throw new Error('keyword index was closed during a search', { cause: err });
@@ -165,10 +199,129 @@ export class OffloadedKeywordIndex implements KeywordIndex {
       this.log.warn('keyword search worker failed; searching on the main thread', { error: String(err) });
       return this.inner.search(req);
     } finally {
-      const next = this.waiting.shift();
-      if (next) next();
-      else this.busy--;
+      this.release();
     }
+  }
+
+  /** A worker slot: at once when one is free (`full` false), else after the search ahead hands its slot over. */
+  private async acquire(full = this.busy >= this.options.workers): Promise<void> {
+    if (full) await new Promise<void>((resolve) => this.waiting.push(resolve));
+    else this.busy++;
+  }
+
+  private release(): void {
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.busy--;
+  }
+
+  /** Terms a worker's search loaded: the most recently loaded last, at most HOT_TERMS_MAX. */
+  private noteHot(pairs: number[]): void {
+    for (let i = 0; i + 1 < pairs.length; i += 2) {
+      const id = pairs[i]!;
+      const full = Math.max(this.hot.get(id) ?? 0, pairs[i + 1]!);
+      this.hot.delete(id);
+      this.hot.set(id, full);
+    }
+    for (const id of this.hot.keys()) {
+      if (this.hot.size <= HOT_TERMS_MAX) break;
+      this.hot.delete(id);
+    }
+    this.hotChanged = true;
+  }
+
+  private hotFile(): string {
+    const terms: number[] = [];
+    for (const [id, full] of this.hot) terms.push(id, full);
+    // recent_search_ms: so that after a restart searches go to the (warm) workers at once instead of starting on the
+    // main thread until the average passes minSearchMs again
+    return JSON.stringify({ format: WARM_FILE_FORMAT, saved_at: new Date().toISOString(), recent_search_ms: this.recentMs, terms });
+  }
+
+  /** Writes the hot terms when they changed (a temporary file renamed over the old one: never half written). */
+  private saveHot(): Promise<void> {
+    const file = this.options.warmFile;
+    if (!file || !this.hotChanged || this.saving) return this.saving ?? Promise.resolve();
+    this.hotChanged = false;
+    const tmp = `${file}.tmp`;
+    this.saving = writeFile(tmp, this.hotFile())
+      .then(() => rename(tmp, file))
+      .catch((e: unknown) => {
+        this.hotChanged = true;
+        this.log.warn('could not write the keyword workers\' hot terms; retried later', { file, error: String(e) });
+      })
+      .finally(() => {
+        this.saving = undefined;
+      });
+    return this.saving;
+  }
+
+  /** The saved hot terms and average, or null when there are none (a missing or unreadable file: logged, not thrown). */
+  private readHot(): { terms: number[]; recentMs: number } | null {
+    const file = this.options.warmFile;
+    if (!file) return null;
+    let raw: string;
+    try {
+      raw = readFileSync(file, 'utf8');
+    } catch {
+      return null; // never searched before (or the file was removed): nothing to warm
+    }
+    try {
+      const v = JSON.parse(raw) as { format?: unknown; recent_search_ms?: unknown; terms?: unknown };
+      const terms = v.terms;
+      if (v.format !== WARM_FILE_FORMAT || !Array.isArray(terms) || terms.length % 2 !== 0 || !terms.every((x) => Number.isSafeInteger(x) && (x as number) >= 0)) {
+        throw new Error(`not a format-${WARM_FILE_FORMAT} list of (term id, full) pairs`);
+      }
+      const ms = typeof v.recent_search_ms === 'number' && Number.isFinite(v.recent_search_ms) && v.recent_search_ms >= 0 ? v.recent_search_ms : 0;
+      return { terms: terms as number[], recentMs: ms };
+    } catch (e) {
+      this.log.warn('ignoring the keyword workers\' hot-terms file (it is rewritten as searches run)', { file, error: String(e) });
+      return null;
+    }
+  }
+
+  /**
+   * Warms every worker's term cache with the hot terms saved before the last stop (warmFile), for at most `maxMs`
+   * (RAG_KEYWORD_WARMUP_MS): the retriever awaits it before the process serves, so a restart of a large index does not
+   * answer its first minute of questions from cold caches — at 1M chunks each worker otherwise reads ≈ 1,100 terms at
+   * ≈ 4 ms each inside the first searches (scripts/bench/README.md, keyword-churn), and the first searches ran on the
+   * main thread, cold too, until the recent average passed minSearchMs again; the saved average is restored as well.
+   * Like InnoDB's buffer-pool dump and load. One task per worker, each holding a worker slot (a search meanwhile waits
+   * or runs here, as when every worker is busy). Null when there is nothing to warm.
+   */
+  async warmUp(maxMs: number): Promise<KeywordWarmUpReport | null> {
+    if (this.closed || !(maxMs > 0)) return null;
+    const saved = this.readHot();
+    if (!saved) return null;
+    this.recentMs = Math.max(this.recentMs, saved.recentMs);
+    this.noteHot(saved.terms);
+    this.hotChanged = false;
+    if (saved.terms.length === 0) return null;
+    const t0 = performance.now();
+    const deadline = Date.now() + maxMs;
+    const task: KeywordWarmTask = { warm: saved.terms, deadline };
+    const loaded: number[] = [];
+    let cutShort = false;
+    await Promise.all(
+      Array.from({ length: this.options.workers }, async () => {
+        await this.acquire();
+        try {
+          if (this.closed) return;
+          // the worker stops at the deadline by itself; the signal only guards against one that hangs
+          const out = (await this.poolOf().run(task, { signal: AbortSignal.timeout(maxMs + this.options.timeoutMs) })) as KeywordWarmResult;
+          this.cacheMetrics.report(String(out.thread), out.cache);
+          loaded.push(out.warmed.terms);
+          if (Date.now() >= deadline) cutShort = true;
+        } catch (e) {
+          if (!this.closed) this.log.warn('keyword worker warm-up failed; its term cache fills as searches run', { error: String(e) });
+        } finally {
+          this.release();
+        }
+      }),
+    );
+    const report = { terms: saved.terms.length >>> 1, loaded, cutShort, ms: Math.round(performance.now() - t0) };
+    this.log.info('keyword workers warmed their term caches from the terms searched before the restart', { terms: report.terms, loaded_per_worker: loaded, cut_short: cutShort, ms: report.ms });
+    return report;
   }
 
   upsert(chunks: Chunk[]): Promise<void> {
@@ -190,6 +343,16 @@ export class OffloadedKeywordIndex implements KeywordIndex {
   async close(): Promise<void> {
     if (!this.closed) {
       this.closed = true;
+      clearInterval(this.saveTimer);
+      await this.saving;
+      if (this.options.warmFile && this.hotChanged) {
+        try {
+          writeFileSync(`${this.options.warmFile}.tmp`, this.hotFile());
+          renameSync(`${this.options.warmFile}.tmp`, this.options.warmFile);
+        } catch (e) {
+          this.log.warn('could not write the keyword workers\' hot terms', { file: this.options.warmFile, error: String(e) });
+        }
+      }
       for (const next of this.waiting.splice(0)) next(); // they find the index closed
       await this.pool?.destroy();
     }

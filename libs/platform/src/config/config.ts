@@ -296,6 +296,12 @@ export const ConfigSchema = z.object({
    */
   RAG_KEYWORD_TERM_CACHE_MB: int(512, 0, 65_536),
   /**
+   * Most ms a starting process that searches the embedded keyword index spends warming its workers' term caches from
+   * the terms searched before the last stop (kept in keyword-warm.json in the data folder), before it serves. 0: off
+   * (the caches fill as searches run). Measured in scripts/bench/README.md (keyword-churn, warm-up).
+   */
+  RAG_KEYWORD_WARMUP_MS: int(30_000, 0, 600_000),
+  /**
    * Write the embedded keyword index (tokenizing, posting blocks, the commit) on a worker thread of its own, with its
    * own connection to keyword.db (default). Profiled with the hashing embedder, these writes were ≈ 25 % of the main
    * thread during an ingestion, which runs every stage on that thread; on the worker they overlap the vector-index
