@@ -29,12 +29,14 @@ interface Container {
   resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
   securityContext?: Record<string, unknown>;
   volumeMounts?: { name: string; mountPath: string }[];
+  lifecycle?: { preStop?: { exec?: { command: string[] } } };
 }
 interface PodSpec {
   containers: Container[];
   securityContext?: Record<string, unknown>;
   volumes?: { name: string; persistentVolumeClaim?: { claimName: string }; emptyDir?: object }[];
   automountServiceAccountToken?: boolean;
+  terminationGracePeriodSeconds?: number;
 }
 type Deployment = K8sObject & { spec: { replicas?: number; selector: { matchLabels: Record<string, string> }; template: { metadata: { labels: Record<string, string> }; spec: PodSpec } } };
 type Service = K8sObject & { spec: { selector: Record<string, string>; ports: { name: string; port: number; targetPort: string }[] } };
@@ -142,6 +144,21 @@ describe.each(CASES)('helm chart with $name', ({ args, existingSecret, name }) =
       for (const key of Object.keys(cm.data)) {
         expect(known.has(key) || key.startsWith('OTEL_'), `${key} is not in libs/platform/src/config`).toBe(true);
       }
+    }
+  });
+
+  it('stops gracefully: a preStop pause, then a termination grace that covers it and the HTTP and gRPC drains', () => {
+    const objs = rendered();
+    for (const d of of<Deployment>(objs, 'Deployment').filter((x) => SERVICES.includes(x.metadata.labels?.['app.kubernetes.io/component'] ?? ''))) {
+      const pod = d.spec.template.spec;
+      const c = pod.containers[0];
+      const command = c.lifecycle?.preStop?.exec?.command ?? [];
+      expect(command[0], `${d.metadata.name}: preStop sleep`).toBe('sleep');
+      const preStopS = Number(command[1]);
+      expect(preStopS).toBeGreaterThan(0);
+      const cfg = loadConfig(containerEnv(objs, c, existingSecret));
+      const grpcDrainS = 5; // GrpcHealth.drain's grace (libs/services/src/grpc/grpc-server.ts)
+      expect(pod.terminationGracePeriodSeconds, d.metadata.name).toBeGreaterThan(preStopS + cfg.RAG_SHUTDOWN_GRACE_MS / 1000 + grpcDrainS);
     }
   });
 

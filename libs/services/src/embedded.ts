@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import { existsSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { constants } from 'node:os';
 import { join } from 'node:path';
 import { Module, type DynamicModule, type INestApplicationContext, type INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
@@ -18,6 +19,7 @@ import { LoaderModule } from './loader/loader.module';
 import { RerankerModule } from './reranker/reranker.module';
 import { RetrieverModule } from './retriever/retriever.module';
 import { keepConnectionsAlive } from './http-keepalive';
+import { HttpDrainModule } from './http-drain';
 import { prepareModelsOrExit } from './core/prepare-models';
 import { IntegrityModule, checkStoresAtStartup, startOrExit } from './core/integrity';
 
@@ -35,6 +37,7 @@ export function embeddedModule(config: AppConfig, integrity?: StoreIntegrityServ
     imports: [
       ...(integrity ? [IntegrityModule.forRoot(integrity)] : []),
       CoreModule.forRoot(config),
+      HttpDrainModule, // the HTTP drain on shutdown, before the stores close (a no-op without a listening server)
       LoaderModule,
       ChunkerModule,
       EmbedderModule,
@@ -78,14 +81,31 @@ export async function createEmbeddedContext(config: AppConfig): Promise<Embedded
   return handles(context);
 }
 
+/** Not Nest's default list: it includes SIGSEGV/SIGBUS, where a native crash must end the process, not start a JS shutdown. */
+export const SHUTDOWN_SIGNALS: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'];
+
+export interface EmbeddedServerOptions {
+  /**
+   * Nest's own signal handling (each of SHUTDOWN_SIGNALS runs `app.close()`); default true, for library and test use.
+   * `rag start` (runEmbedded) passes false and handles the signals itself: two handlers would run two concurrent
+   * shutdowns, and the second, finding the HTTP server already closing, would close the stores under the requests
+   * the first is still draining.
+   */
+  shutdownHooks?: boolean;
+}
+
 /** Embedded platform serving the gateway API on RAG_HOST:RAG_PORT. */
-export async function startEmbeddedServer(config: AppConfig, version = '0.1.0'): Promise<EmbeddedHandles & { app: INestApplication; url: string }> {
+export async function startEmbeddedServer(
+  config: AppConfig,
+  version = '0.1.0',
+  opts: EmbeddedServerOptions = {},
+): Promise<EmbeddedHandles & { app: INestApplication; url: string }> {
   const log = new Logger('embedded');
   // Before any adapter opens a store: a damaged file or a lost registry refuses the start with one line per problem.
   const integrity = await checkStoresAtStartup(config);
   const app = await NestFactory.create(embeddedModule(config, integrity), { bodyParser: false, logger: nestLogger, abortOnError: false });
   configureHttp(app, config, version);
-  app.enableShutdownHooks(['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT']); // not Nest's default list: it includes SIGSEGV/SIGBUS, where a native crash must end the process, not start a JS shutdown
+  if (opts.shutdownHooks ?? true) app.enableShutdownHooks(SHUTDOWN_SIGNALS);
   await app.init();
   await connectBusTransport(app);
   await app.listen(config.RAG_PORT, config.RAG_HOST);
@@ -135,22 +155,64 @@ export async function runEmbedded(config?: AppConfig): Promise<void> {
   const started = Date.now();
   await prepareModelsOrExit(cfg, 'rag');
   const unlock = lockDataDir(cfg.dataDir);
-  const server = await startOrExit('rag', () => startEmbeddedServer(cfg, process.env.npm_package_version ?? '0.1.0'), unlock);
+  const server = await startOrExit('rag', () => startEmbeddedServer(cfg, process.env.npm_package_version ?? '0.1.0', { shutdownHooks: false }), unlock);
+  // The one shutdown: app.close() drains HTTP (http-drain.ts, RAG_SHUTDOWN_GRACE_MS), then closes the stores.
+  handleShutdownSignals({
+    shutdown: async () => {
+      await server.close();
+      unlock();
+      await shutdownTracing();
+    },
+    force: unlock,
+  });
   process.stdout.write(
     `\nRAG platform (embedded) ready in ${((Date.now() - started) / 1000).toFixed(1)} s\n` +
       `  console     ${server.url}/\n  API docs    ${server.url}/docs\n  data        ${cfg.dataDir}\n` +
       `  embedder    ${cfg.RAG_EMBEDDER}${cfg.RAG_EMBEDDER === 'onnx' ? ` (${cfg.RAG_EMBEDDING_MODEL})` : ''} · reranker ${cfg.RAG_RERANKER} · llm ${cfg.RAG_LLM}\n\n`,
   );
+}
+
+/** What handleShutdownSignals acts on (the process by default; a stand-in in tests). */
+export interface ShutdownSignalOptions {
+  /** The whole shutdown; the process exits 0 after it (1 when it throws). */
+  shutdown: (signal: NodeJS.Signals) => Promise<void>;
+  /** Run before a forced exit (e.g. remove the data folder's lock). */
+  force?: () => void;
+  signals?: NodeJS.Signals[];
+  proc?: Pick<NodeJS.Process, 'on' | 'removeListener' | 'exit'>;
+  write?: (line: string) => void;
+}
+
+/**
+ * Exactly one shutdown per process: the first of `signals` starts `shutdown` and exits when it is done; another
+ * signal while it runs (a second Ctrl-C, an impatient supervisor) exits at once, with 128 + the signal's number, as
+ * users expect — the stores are SQLite in WAL mode, which a crash leaves consistent. Returns what removes the handlers.
+ */
+export function handleShutdownSignals(opts: ShutdownSignalOptions): () => void {
+  const proc = opts.proc ?? process;
+  const write = opts.write ?? ((line: string) => void process.stderr.write(line));
+  const signals = opts.signals ?? SHUTDOWN_SIGNALS;
   let stopping = false;
-  const stop = async (signal: string) => {
-    if (stopping) return;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stopping) {
+      write(`rag: ${signal} received again, exiting now without waiting for the shutdown\n`);
+      opts.force?.();
+      proc.exit(128 + (constants.signals[signal] ?? 0));
+      return;
+    }
     stopping = true;
-    process.stderr.write(`\nrag: ${signal} received, shutting down…\n`);
-    await server.close();
-    unlock();
-    await shutdownTracing();
-    process.exit(0);
+    write(`\nrag: ${signal} received, shutting down (requests in flight are answered first; ${signal === 'SIGINT' ? 'Ctrl-C' : 'a second signal'} again exits at once)…\n`);
+    opts.shutdown(signal).then(
+      () => proc.exit(0),
+      (e: unknown) => {
+        write(`rag: shutdown failed: ${e instanceof Error ? e.message : String(e)}\n`);
+        opts.force?.();
+        proc.exit(1);
+      },
+    );
   };
-  process.on('SIGINT', () => void stop('SIGINT'));
-  process.on('SIGTERM', () => void stop('SIGTERM'));
+  for (const signal of signals) proc.on(signal, onSignal);
+  return () => {
+    for (const signal of signals) proc.removeListener(signal, onSignal);
+  };
 }

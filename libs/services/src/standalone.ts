@@ -10,6 +10,7 @@ import { prepareModelsOrExit } from './core/prepare-models';
 import { HealthEndpointsModule } from './core/health-endpoints';
 import { configureHttp } from './gateway/http';
 import { keepConnectionsAlive } from './http-keepalive';
+import { HttpDrainModule } from './http-drain';
 
 /** Exports the spans still buffered when the service stops (after the bus and stores closed). */
 @Injectable()
@@ -38,7 +39,8 @@ export async function runStandalone(
   const cfg = opts.config ?? loadConfigOrExit(name);
   if (parts.includes('embedder') || parts.includes('vectors')) await prepareModelsOrExit(cfg, name);
   const app = await NestFactory.create(
-    { module: class StandaloneRoot {}, imports: [CoreModule.forRoot(cfg, parts), ...modules, ServiceHealthModule] },
+    // HttpDrainModule: on shutdown the HTTP server (the gateway's API, or /healthz /readyz /metrics) drains before the stores close.
+    { module: class StandaloneRoot {}, imports: [CoreModule.forRoot(cfg, parts), HttpDrainModule, ...modules, ServiceHealthModule] },
     { logger: nestLogger, bodyParser: !opts.gatewayHttp },
   );
   if (opts.gatewayHttp) configureHttp(app, cfg, process.env.npm_package_version ?? '0.1.0');

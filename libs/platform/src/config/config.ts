@@ -49,6 +49,12 @@ export const ConfigSchema = z.object({
   /** Longest accepted JWT lifetime (`exp` - `iat`, or `exp` - now without `iat`), seconds; `exp` itself is required. */
   RAG_JWT_MAX_LIFETIME_S: int(86_400, 60, 366 * 86_400),
   RAG_MAX_BODY_BYTES: int(25 * 1024 * 1024, 1024),
+  /**
+   * Shutdown: how long requests in flight (and requests arriving on already-open keep-alive connections) may take to
+   * finish after SIGTERM before their connections are cut; the stores close only after. Below the pod's
+   * terminationGracePeriodSeconds (helm/rag), which must also cover the gRPC drain.
+   */
+  RAG_SHUTDOWN_GRACE_MS: int(10_000, 0, 600_000),
 
   /**
    * Default: ONNX models run in-process. `hashing` needs no model files (a lexical baseline, for offline machines and

@@ -1,7 +1,8 @@
-import { Global, HttpException, Injectable, Module } from '@nestjs/common';
+import { Global, HttpException, Injectable, Module, Optional } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { HealthCheckService, HealthIndicatorService, TerminusModule, type HealthCheckResult, type HealthIndicatorResult } from '@nestjs/terminus';
 import { BUS, EMBEDDER, KEYWORD_INDEX, LLM, REGISTRY, RERANKER, VECTOR_STORE, type Bus, type Embedder, type KeywordIndex, type Llm, type Registry, type Reranker, type VectorStore } from '@rag/ports';
+import { HttpDrain } from '../http-drain';
 import type { Part } from './core.module';
 
 /**
@@ -46,6 +47,7 @@ export class ReadinessService {
     private readonly moduleRef: ModuleRef,
     private readonly health: HealthCheckService,
     private readonly indicators: HealthIndicatorService,
+    @Optional() private readonly drain?: HttpDrain,
   ) {}
 
   private get<T>(token: symbol): T | null {
@@ -79,6 +81,8 @@ export class ReadinessService {
   }
 
   async readiness(): Promise<Readiness> {
+    // Nest may run the HTTP drain (a shallower module's hook) before Terminus's own shutdown hook: ask it too.
+    if (this.drain?.draining) return { ok: false, status: 'shutting_down', checks: {} };
     const parts = this.moduleRef.get<Part[]>(CORE_PARTS, { strict: false });
     const checks = parts.map(
       (part) => (): PromiseLike<HealthIndicatorResult> => this.indicators.check(part).attempt(this.probe(part)).withTimeout(READY_CHECK_TIMEOUT_MS),

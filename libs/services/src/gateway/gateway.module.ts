@@ -1,4 +1,4 @@
-import { Inject, Injectable, Module, type DynamicModule, type OnModuleDestroy, type Type } from '@nestjs/common';
+import { Inject, Injectable, Module, type DynamicModule, type OnApplicationShutdown, type Type } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
 import { MulterModule } from '@nestjs/platform-express';
 import { DocumentService, QueryOrchestrator, QueryRewriter, type GenerateCall, type QueryEmbeddingCall, type RerankCall, type RetrieveCall } from '@rag/application';
@@ -23,14 +23,17 @@ import { SessionController } from './session.controller';
 import { SourcesController } from './sources.controller';
 import { SourcesModule } from '../sources/sources.module';
 
-/** Closes the API key store with the module. */
+/**
+ * Closes the API key store and the rate limiter at application shutdown: after the HTTP drain (http-drain.ts, in
+ * beforeApplicationShutdown), since every request still being answered then passes the auth guard, which reads both.
+ */
 @Injectable()
-export class ApiKeyStoreLifecycle implements OnModuleDestroy {
+export class ApiKeyStoreLifecycle implements OnApplicationShutdown {
   constructor(
     @Inject(API_KEY_STORE) private readonly store: ApiKeyStore,
     @Inject(RATE_LIMITER) private readonly limiter: RateLimiter & { close?(): Promise<void> },
   ) {}
-  async onModuleDestroy(): Promise<void> {
+  async onApplicationShutdown(): Promise<void> {
     await this.limiter.close?.();
     await this.store.close();
   }

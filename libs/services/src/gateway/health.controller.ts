@@ -4,6 +4,7 @@ import { StoreIntegrityService } from '@rag/application';
 import { livenessResponse, metricsRegistry } from '@rag/platform';
 import { BUS, REGISTRY, type Bus, type Registry } from '@rag/ports';
 import { renderMetrics, withTimeout } from '../core/metrics-endpoint';
+import { HttpDrain } from '../http-drain';
 import { Public } from './auth.guard';
 
 @Controller()
@@ -14,6 +15,8 @@ export class HealthController {
     @Optional() @Inject(BUS) private readonly bus?: Bus,
     /** The embedded runner's store integrity (start-up check, files, counts); absent in the distributed gateway. */
     @Optional() @Inject(StoreIntegrityService) private readonly integrity?: StoreIntegrityService,
+    /** Shutting down: the HTTP server drains (http-drain.ts); not ready, so that load balancers stop sending traffic. */
+    @Optional() private readonly drain?: HttpDrain,
   ) {}
 
   /** Liveness: 200 while the process runs; 503 naming the parts only a restart repairs (platform health/liveness). */
@@ -30,6 +33,10 @@ export class HealthController {
    */
   @Get('readyz')
   async readyz(@Res() res: Response) {
+    if (this.drain?.draining) {
+      res.status(503).json({ status: 'not_ready', error: 'shutting down' });
+      return;
+    }
     try {
       const stores = this.integrity ? await this.integrity.readiness() : undefined;
       const storeView = stores && { problems: stores.problems, warnings: stores.warnings, integrity_check: stores.integrity, counts: stores.counts };
