@@ -74,7 +74,8 @@ export async function createEmbeddedContext(config: AppConfig): Promise<Embedded
   const integrity = await checkStoresAtStartup(config); // so does a damaged store file or a lost registry
   // An application (never listening on HTTP) rather than a bare context: the stages consume through the bus transport,
   // a Nest microservice, which only an application can connect.
-  const context = await NestFactory.create(embeddedModule(config, integrity), { logger: nestLogger, abortOnError: false, bodyParser: false });
+  // No keyword warm-up: these are one-shot commands (ingest, ask, eval), whose few searches cost less than warming.
+  const context = await NestFactory.create(embeddedModule({ ...config, RAG_KEYWORD_WARMUP_MS: 0 }, integrity), { logger: nestLogger, abortOnError: false, bodyParser: false });
   context.enableShutdownHooks(['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT']);
   await context.init();
   await connectBusTransport(context);
