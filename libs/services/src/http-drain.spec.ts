@@ -8,12 +8,15 @@ import { request, type IncomingMessage, type ServerResponse } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Controller, Get, Global, Injectable, Module, type OnApplicationShutdown } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig, setLogLevel } from '@rag/platform';
 import { API_KEY_STORE, type ApiKeyStore } from '@rag/ports';
 import { createEmbeddedContext, handleShutdownSignals, startEmbeddedServer } from './embedded';
 import { issueApiKey } from './gateway/auth';
-import { HttpDrain } from './http-drain';
+import { CONFIG } from './core/tokens';
+import { HttpDrain, HttpDrainModule } from './http-drain';
 
 setLogLevel('error');
 
@@ -177,6 +180,76 @@ describe('HTTP drain at shutdown (embedded server)', () => {
     await h.registry.countByStatus();
     await h.close();
     await expect(h.registry.countByStatus()).rejects.toThrow(/closed/i);
+  }, 30_000);
+});
+
+describe('HttpDrain: handlers of requests whose client went away', () => {
+  // A component test of the drain in a minimal Nest application: one route whose handler waits for the test (as a
+  // keyword search waits for a worker, or a call for an LLM), and a store that closes at onApplicationShutdown as
+  // CoreLifecycle's do. The client sends the request and leaves; nothing is left for the HTTP layer to wait for.
+  const events: string[] = [];
+  let release: () => void = () => undefined;
+  let entered: () => void = () => undefined;
+
+  @Controller()
+  class SlowController {
+    @Get('slow')
+    async slow(): Promise<{ ok: boolean }> {
+      events.push('handler started');
+      entered();
+      await new Promise<void>((r) => (release = r));
+      events.push('handler done');
+      return { ok: true };
+    }
+  }
+
+  @Injectable()
+  class Store implements OnApplicationShutdown {
+    onApplicationShutdown(): void {
+      events.push('store closed');
+    }
+  }
+
+  async function app(graceMs: number) {
+    @Global()
+    @Module({ providers: [{ provide: CONFIG, useValue: { RAG_SHUTDOWN_GRACE_MS: graceMs } }], exports: [CONFIG] })
+    class ConfigModule {}
+    @Module({ imports: [ConfigModule, HttpDrainModule], controllers: [SlowController], providers: [Store] })
+    class TestRoot {}
+    const a = await NestFactory.create(TestRoot, { logger: false });
+    await a.listen(0, '127.0.0.1');
+    return { a, port: (a.getHttpServer().address() as { port: number }).port };
+  }
+
+  async function abandonedRequest(port: number): Promise<void> {
+    const started = new Promise<void>((r) => (entered = r));
+    const socket = connect(port, '127.0.0.1');
+    await new Promise<void>((r, j) => socket.once('connect', r).once('error', j));
+    socket.write('GET /slow HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
+    await started;
+    socket.destroy(); // the client leaves (a timeout, a cancelled call, a load generator stopping)
+    await new Promise((r) => setTimeout(r, 50));
+  }
+
+  it('waits for them before the stores close', async () => {
+    events.length = 0;
+    const { a, port } = await app(10_000);
+    await abandonedRequest(port);
+    const closing = a.close().then(() => events.push('shutdown done'));
+    await new Promise((r) => setTimeout(r, 200));
+    expect(events).toEqual(['handler started']); // the store is still open: the handler still runs
+    release();
+    await closing;
+    expect(events).toEqual(['handler started', 'handler done', 'store closed', 'shutdown done']);
+  }, 30_000);
+
+  it('within the grace only: a handler still running past it does not hold the shutdown', async () => {
+    events.length = 0;
+    const { a, port } = await app(300);
+    await abandonedRequest(port);
+    await a.close();
+    expect(events).toEqual(['handler started', 'store closed']);
+    release();
   }, 30_000);
 });
 

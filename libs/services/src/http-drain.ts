@@ -1,7 +1,18 @@
 import type { Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { Global, Inject, Injectable, Module, type BeforeApplicationShutdown, type OnApplicationBootstrap } from '@nestjs/common';
-import { HttpAdapterHost } from '@nestjs/core';
+import {
+  Global,
+  Inject,
+  Injectable,
+  Module,
+  type BeforeApplicationShutdown,
+  type CallHandler,
+  type ExecutionContext,
+  type NestInterceptor,
+  type OnApplicationBootstrap,
+} from '@nestjs/common';
+import { APP_INTERCEPTOR, HttpAdapterHost } from '@nestjs/core';
+import { finalize, type Observable } from 'rxjs';
 import { Logger, type AppConfig } from '@rag/platform';
 import { CONFIG } from './core/tokens';
 
@@ -92,6 +103,48 @@ function closeAfter(res: ServerResponse): void {
 }
 
 /**
+ * Counts the HTTP route handlers still running. A request whose client went away (a timeout, a cancelled call, a load
+ * generator stopping) has no connection left for the drain to wait for, but its handler still runs — a keyword search
+ * waiting for a worker, a registry write — and would meet the stores closed under it ("keyword index was closed during
+ * a search", "SqliteRegistry is closed" in the logs of a stop right after a load test). The drain also waits for these.
+ */
+@Injectable()
+export class HandlersInFlight implements NestInterceptor {
+  private running = 0;
+  private idle: Array<() => void> = [];
+
+  get count(): number {
+    return this.running;
+  }
+
+  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    if (context.getType() !== 'http') return next.handle(); // bus and gRPC handlers drain with their own transports
+    this.running++;
+    return next.handle().pipe(
+      finalize(() => {
+        if (--this.running === 0) for (const resolve of this.idle.splice(0)) resolve();
+      }),
+    );
+  }
+
+  /** Resolves when no handler runs (at once if none does), or after `ms`, with whether they all finished. */
+  settled(ms: number): Promise<boolean> {
+    if (this.running === 0) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        resolve(true);
+      };
+      const timer = setTimeout(() => {
+        this.idle = this.idle.filter((f) => f !== done);
+        resolve(false);
+      }, ms);
+      this.idle.push(done);
+    });
+  }
+}
+
+/**
  * The application's HTTP drain, run when Nest shuts down: beforeApplicationShutdown runs after the modules' onModuleDestroy
  * and before dispose and onApplicationShutdown, where CoreLifecycle (core.module.ts) and the gateway close the bus,
  * the stores and the API key store — so they close only once the HTTP server has answered or cut every request.
@@ -101,9 +154,12 @@ function closeAfter(res: ServerResponse): void {
 export class HttpDrain implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private drainer?: HttpServerDrain;
 
+  private readonly log = new Logger('http');
+
   constructor(
     private readonly adapterHost: HttpAdapterHost,
     @Inject(CONFIG) private readonly config: AppConfig,
+    private readonly handlers: HandlersInFlight,
   ) {}
 
   /** Before listen (Nest bootstraps in init, which listen runs first), after the application created its server. */
@@ -121,11 +177,18 @@ export class HttpDrain implements OnApplicationBootstrap, BeforeApplicationShutd
   }
 
   async beforeApplicationShutdown(): Promise<void> {
-    await this.drainer?.drain(this.config.RAG_SHUTDOWN_GRACE_MS);
+    const started = Date.now();
+    const grace = this.config.RAG_SHUTDOWN_GRACE_MS;
+    await this.drainer?.drain(grace);
+    // then the handlers of requests whose clients left, within what is left of the grace
+    const running = this.handlers.count;
+    if (running > 0 && !(await this.handlers.settled(Math.max(0, grace - (Date.now() - started))))) {
+      this.log.warn('HTTP shutdown grace over: request handlers still running (their clients had gone)', { running: this.handlers.count, grace_ms: grace });
+    }
   }
 }
 
 /** HttpDrain for the whole application (global, so readiness can read `draining` wherever it is answered). */
 @Global()
-@Module({ providers: [HttpDrain], exports: [HttpDrain] })
+@Module({ providers: [HandlersInFlight, { provide: APP_INTERCEPTOR, useExisting: HandlersInFlight }, HttpDrain], exports: [HttpDrain] })
 export class HttpDrainModule {}
