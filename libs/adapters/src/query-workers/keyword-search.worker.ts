@@ -23,6 +23,28 @@ export interface KeywordWarmTask {
   warm: number[];
   /** Date.now() time to stop at. */
   deadline: number;
+  /**
+   * One warm-up task per worker: each task counts itself in here (shared memory) and waits until `parties` have started
+   * (at most BARRIER_WAIT_MS) before it warms, so no worker can take a second task while another has none.
+   */
+  barrier?: Int32Array;
+  parties?: number;
+}
+
+/** Longest a warm-up task waits for the other workers' tasks to start (a worker that never comes up). */
+const BARRIER_WAIT_MS = 10_000;
+
+/** Counts this task in and waits until `parties` tasks have (or BARRIER_WAIT_MS, or the deadline, passed). */
+function meet(barrier: Int32Array, parties: number, deadline: number): void {
+  Atomics.add(barrier, 0, 1);
+  Atomics.notify(barrier, 0);
+  const until = Math.min(deadline, Date.now() + BARRIER_WAIT_MS);
+  for (;;) {
+    const seen = Atomics.load(barrier, 0);
+    const left = until - Date.now();
+    if (seen >= parties || left <= 0) return;
+    Atomics.wait(barrier, 0, seen, left);
+  }
 }
 
 /** What a warm-up task did in this worker. */
@@ -82,6 +104,7 @@ export default async function keywordSearchTask(req: unknown): Promise<KeywordWo
     if (!Array.isArray(req.warm) || req.warm.length % 2 !== 0 || typeof req.deadline !== 'number') {
       throw new TypeError('invalid keyword search request: a warm-up task needs warm (term id, full pairs) and a deadline');
     }
+    if (req.barrier instanceof Int32Array && typeof req.parties === 'number') meet(req.barrier, req.parties, req.deadline);
     const i = open();
     const warmed = i.warmTerms(req.warm, req.deadline);
     return { warmed, cache: counts(i), thread: threadId };

@@ -163,12 +163,30 @@ describe('OffloadedKeywordIndex (embedded BM25 searches on a worker thread)', ()
     opened.push(again);
     const report = await again.warmUp(10_000);
     expect(report).toMatchObject({ terms: saved.terms.length / 2, cutShort: false });
-    expect(report!.loaded).toHaveLength(2); // one task per worker
+    expect(report!.loaded).toHaveLength(2);
+    expect(new Set(report!.threads).size).toBe(2); // one task per worker (they meet at a barrier: none takes two)
     expect(report!.loaded.every((n) => n === saved.terms.length / 2)).toBe(true);
     const misses = await workerMisses();
     for (let round = 0; round < 3; round++) expect(await Promise.all(requests.map((req) => again.search(req)))).toEqual(expected);
     expect(await workerMisses()).toBe(misses);
     expect(again.stats().inWorker).toBe(requests.length * 3);
+  }, 60_000);
+
+  it('warm-up: one task per worker even when one worker comes up later than the other (they meet at a barrier)', async () => {
+    const { dir, inner } = await setup();
+    const warmFile = join(dir, 'keyword-warm.json');
+    const first = new OffloadedKeywordIndex(inner, { workers: 1, timeoutMs: 30_000, index: { dir }, warmFile });
+    opened.push(first);
+    for (const req of requests) await first.search(req);
+    await first.close();
+    const terms = (JSON.parse(readFileSync(warmFile, 'utf8')) as { terms: number[] }).terms.length / 2;
+    // one of the two workers takes 4 s to load: without the barrier the other warms in milliseconds and takes both tasks
+    const slow = join(__dirname, 'testing/slow-start-keyword.worker.ts');
+    const again = new OffloadedKeywordIndex(new EmbeddedBm25KeywordIndex({ dir }), { workers: 2, timeoutMs: 30_000, index: { dir }, warmFile, workerFile: slow });
+    opened.push(again);
+    const report = await again.warmUp(20_000);
+    expect(new Set(report!.threads).size).toBe(2);
+    expect(report!.loaded).toEqual([terms, terms]);
   }, 60_000);
 
   it('warm-up: restores the recent searches\' average (searches go to the warm workers at once), ignores a damaged file, and is off at 0 ms', async () => {

@@ -41,8 +41,9 @@ export interface OffloadedKeywordIndexOptions {
 export interface KeywordWarmUpReport {
   /** Terms in the warm file. */
   terms: number;
-  /** Per worker thread that ran a warm-up task: the terms it loaded. */
+  /** Per worker thread that ran a warm-up task: the terms it loaded, and the thread's id. */
   loaded: number[];
+  threads: number[];
   /** Whether a worker stopped at the deadline before loading every term it could. */
   cutShort: boolean;
   ms: number;
@@ -286,8 +287,9 @@ export class OffloadedKeywordIndex implements KeywordIndex {
    * answer its first minute of questions from cold caches — at 1M chunks each worker otherwise reads ≈ 1,100 terms at
    * ≈ 4 ms each inside the first searches (scripts/bench/README.md, keyword-churn), and the first searches ran on the
    * main thread, cold too, until the recent average passed minSearchMs again; the saved average is restored as well.
-   * Like InnoDB's buffer-pool dump and load. One task per worker, each holding a worker slot (a search meanwhile waits
-   * or runs here, as when every worker is busy). Null when there is nothing to warm.
+   * Like InnoDB's buffer-pool dump and load. One task per worker (they meet at a barrier before warming, so that no
+   * worker takes two), each holding a worker slot (a search meanwhile waits or runs here, as when every worker is busy).
+   * Null when there is nothing to warm.
    */
   async warmUp(maxMs: number): Promise<KeywordWarmUpReport | null> {
     if (this.closed || !(maxMs > 0)) return null;
@@ -299,11 +301,13 @@ export class OffloadedKeywordIndex implements KeywordIndex {
     if (saved.terms.length === 0) return null;
     const t0 = performance.now();
     const deadline = Date.now() + maxMs;
-    const task: KeywordWarmTask = { warm: saved.terms, deadline };
+    const parties = this.options.workers;
+    const task: KeywordWarmTask = { warm: saved.terms, deadline, barrier: new Int32Array(new SharedArrayBuffer(4)), parties };
     const loaded: number[] = [];
+    const threads: number[] = [];
     let cutShort = false;
     await Promise.all(
-      Array.from({ length: this.options.workers }, async () => {
+      Array.from({ length: parties }, async () => {
         await this.acquire();
         try {
           if (this.closed) return;
@@ -311,6 +315,7 @@ export class OffloadedKeywordIndex implements KeywordIndex {
           const out = (await this.poolOf().run(task, { signal: AbortSignal.timeout(maxMs + this.options.timeoutMs) })) as KeywordWarmResult;
           this.cacheMetrics.report(String(out.thread), out.cache);
           loaded.push(out.warmed.terms);
+          threads.push(out.thread);
           if (Date.now() >= deadline) cutShort = true;
         } catch (e) {
           if (!this.closed) this.log.warn('keyword worker warm-up failed; its term cache fills as searches run', { error: String(e) });
@@ -319,7 +324,7 @@ export class OffloadedKeywordIndex implements KeywordIndex {
         }
       }),
     );
-    const report = { terms: saved.terms.length >>> 1, loaded, cutShort, ms: Math.round(performance.now() - t0) };
+    const report = { terms: saved.terms.length >>> 1, loaded, threads, cutShort, ms: Math.round(performance.now() - t0) };
     this.log.info('keyword workers warmed their term caches from the terms searched before the restart', { terms: report.terms, loaded_per_worker: loaded, cut_short: cutShort, ms: report.ms });
     return report;
   }
