@@ -23,4 +23,15 @@ describe('scriptWeights', () => {
     expect(scriptWeights('Mach 2.5 flow')).toEqual({ cjk: 0, other: 1 });
     expect(scriptWeights('Привет мир').other).toBe(1);
   });
+
+  it('gives ASCII text (its fast path) exactly what the general scan gives (randomised)', () => {
+    const general = (text: string) => scriptWeights(`${text}\u00a0`); // one non-ASCII space: the general path, same units
+    const pieces = ['wing', 'L/D', "don't", 'x-15', '1998', '3.14', ' ', '  ', '\n', '-', '.', ',', '(', ')', 'A', 'z9', '#', ''];
+    let seed = 7;
+    const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    for (let i = 0; i < 500; i++) {
+      const text = Array.from({ length: Math.floor(next() * 8) }, () => pieces[Math.floor(next() * pieces.length)]).join(next() < 0.5 ? ' ' : '');
+      expect(scriptWeights(text)).toEqual(general(text));
+    }
+  });
 });
