@@ -180,7 +180,9 @@ describe('OffloadedKeywordIndex (embedded BM25 searches on a worker thread)', ()
     for (const req of requests) await first.search(req);
     await first.close();
     const terms = (JSON.parse(readFileSync(warmFile, 'utf8')) as { terms: number[] }).terms.length / 2;
-    // one of the two workers takes 4 s to load: without the barrier the other warms in milliseconds and takes both tasks
+    // one of the two workers takes 4 s to load, and still warms with a task of its own: the tasks meet at a barrier, so
+    // the worker ready first cannot take both (on this machine piscina did not show that race without the barrier
+    // either — the first task took longer than the late worker's start — so this checks the outcome, not the race)
     const slow = join(__dirname, 'testing/slow-start-keyword.worker.ts');
     const again = new OffloadedKeywordIndex(new EmbeddedBm25KeywordIndex({ dir }), { workers: 2, timeoutMs: 30_000, index: { dir }, warmFile, workerFile: slow });
     opened.push(again);
