@@ -895,27 +895,37 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
           if (cached && this.staleTerms.has(id)) continue; // its next search refreshes it
           let entries = cached?.dir;
           if (!entries) {
-            const read: DirEntry[] = [];
-            let bytes = 0;
-            for (const seg of this.stmt.directory.all(id)) {
-              readDirSegment(seg, read);
-              bytes += seg.byteLength;
-            }
-            if (read.length === 0) continue; // a term no longer in the index
+            const read = this.readDirectory(id);
+            if (read.entries.length === 0) continue; // a term no longer in the index
             this.staleTerms.delete(id);
-            this.termCache.putDir(id, read, bytes + read.length * DIR_ENTRY_OVERHEAD);
-            entries = read;
+            this.termCache.putDir(id, read.entries, read.bytes);
+            entries = read.entries;
             loaded++;
           }
           // directory only (its blocks are looked up one by one when a search needs them), or no large block, or held
           if (pairs[i + 1] !== 1 || cached?.blocks?.complete || entries.every((e) => e[2])) continue;
-          const scanned = this.stmt.termBlocks.all(id).map(([b, data]): [number, Uint32Array] => [b, decodeWords(data)]);
-          const pk = packBlocks(scanned, this.blockSize - 1, this.subShift, subCount);
+          const pk = packBlocks(this.scanBlocks(id), this.blockSize - 1, this.subShift, subCount);
           this.termCache.putBlocks(id, pk, pk.bytes);
         }
       })();
     }
     return { terms: loaded, bytes: this.termCache.size };
+  }
+
+  /** A term's directory read whole from its `dirs` rows, and what it takes in the term cache. */
+  private readDirectory(termId: number): { entries: DirEntry[]; bytes: number } {
+    const entries: DirEntry[] = [];
+    let bytes = 0;
+    for (const seg of this.stmt.directory.all(termId)) {
+      readDirSegment(seg, entries);
+      bytes += seg.byteLength;
+    }
+    return { entries, bytes: bytes + entries.length * DIR_ENTRY_OVERHEAD };
+  }
+
+  /** Every large block of a term, decoded, in block order (one range scan). */
+  private scanBlocks(termId: number): Array<[number, Uint32Array]> {
+    return this.stmt.termBlocks.all(termId).map(([b, data]): [number, Uint32Array] => [b, decodeWords(data)]);
   }
 
   /** Empties the term cache; the change log is followed from its current end. Inside a transaction (a consistent end). */
@@ -1218,14 +1228,9 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
         }
         return hit.dir;
       }
-      const entries: DirEntry[] = [];
-      let bytes = 0;
-      for (const seg of this.stmt.directory.all(t.id)) {
-        readDirSegment(seg, entries);
-        bytes += seg.byteLength;
-      }
+      const { entries, bytes } = this.readDirectory(t.id);
       this.staleTerms.delete(t.id); // (marked while cached, then dropped from the cache: read whole now)
-      this.termCache.putDir(t.id, entries, bytes + entries.length * DIR_ENTRY_OVERHEAD);
+      this.termCache.putDir(t.id, entries, bytes);
       this.journal(t.id, 0);
       return entries;
     });
@@ -1484,7 +1489,7 @@ export class EmbeddedBm25KeywordIndex implements KeywordIndex {
                 lookups[i] = -Infinity;
                 this.journal(t.id, 1);
               } else {
-                const scanned = this.stmt.termBlocks.all(t.id).map(([b, data]): [number, Uint32Array] => [b, decodeWords(data)]);
+                const scanned = this.scanBlocks(t.id);
                 stats.blocksFetched += scanned.length;
                 pk = packBlocks(scanned, mask, S, subCount);
                 lookups[i] = -Infinity; // every large block of the term is in `packed` now (the small ones in `words`)
