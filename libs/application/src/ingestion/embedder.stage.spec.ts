@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { chunkId, Topic, type Chunk, type ChunksEvent, type EmbeddedChunksEvent } from '@rag/contracts';
+import { chunkId, chunkVectorValues, EmbeddedChunksEventSchema, Topic, type Chunk, type ChunksEvent, type EmbeddedChunksEvent } from '@rag/contracts';
 import { NonRetryableError, type Bus, type BusMessage, type Embedder, type OutgoingMessage } from '@rag/ports';
 import { EmbedderStage } from './embedder.stage';
 
@@ -53,8 +53,24 @@ describe('EmbedderStage batch path', () => {
       const doc = (bus.out[k] as Extract<EmbeddedChunksEvent, { op: 'upsert' }>).document;
       const children = (msg.value as Extract<ChunksEvent, { op: 'upsert' }>).document.chunks.filter((c) => c.kind === 'child');
       expect(doc.vectors.map((v) => v.chunk_id)).toEqual(children.map((c) => c.chunk_id));
-      expect(doc.vectors.map((v) => v.vector)).toEqual(children.map((c) => [c.text.length, c.text.charCodeAt(c.text.length - 1)]));
+      // Base64 float32 on the wire (RAG_BUS_VECTOR_ENCODING default): no JSON numbers, and the event parses.
+      expect(doc.vectors.every((v) => v.vector === undefined && typeof v.vector_f32 === 'string')).toBe(true);
+      expect(doc.vectors.map((v) => Array.from(chunkVectorValues(v)))).toEqual(children.map((c) => [c.text.length, c.text.charCodeAt(c.text.length - 1)]));
+      expect(EmbeddedChunksEventSchema.safeParse(bus.out[k]).success).toBe(true);
     }
+  });
+
+  it('publishes JSON number vectors with the json encoding (for indexers older than base64 vectors)', async () => {
+    const bus = new CaptureBus();
+    const stage = new EmbedderStage(bus as unknown as Bus, new RecordingEmbedder(), 4, 'json');
+    expect(await stage.handleBatch([chunksEvent('a', 2)])).toEqual([undefined]);
+    const doc = (bus.out[0] as Extract<EmbeddedChunksEvent, { op: 'upsert' }>).document;
+    // Children "ax1" and "axx2": [length, last char code].
+    expect(doc.vectors.map((v) => [v.vector, v.vector_f32])).toEqual([
+      [[3, 49], undefined],
+      [[4, 50], undefined],
+    ]);
+    expect(EmbeddedChunksEventSchema.safeParse(bus.out[0]).success).toBe(true);
   });
 
   it('fails an invalid message alone and passes a delete through', async () => {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { ChunksEventSchema, Topic, type Chunk, type ChunksEvent, type EmbeddedChunksEvent } from '@rag/contracts';
+import { ChunksEventSchema, encodeVectorF32, Topic, type Chunk, type ChunksEvent, type ChunkVector, type EmbeddedChunksEvent } from '@rag/contracts';
 import { embeddingText } from '@rag/domain';
 import type { BatchOutcome, Bus, BusMessage, Embedder, OutgoingMessage } from '@rag/ports';
 import { asError, eventDocumentId, handleAlone, publishEach, runParts, type BatchItem } from './batch';
@@ -16,7 +16,13 @@ export class EmbedderStage {
     private readonly bus: Bus,
     private readonly embedder: Embedder,
     private readonly batchSize: number,
+    /** How vectors go on the wire (RAG_BUS_VECTOR_ENCODING): base64 float32 (default) or JSON numbers. */
+    private readonly vectorEncoding: 'f32' | 'json' = 'f32',
   ) {}
+
+  private wireVector(chunkId: string, values: Float32Array): ChunkVector {
+    return this.vectorEncoding === 'json' ? { chunk_id: chunkId, vector: Array.from(values) } : { chunk_id: chunkId, vector_f32: encodeVectorF32(values) };
+  }
 
   /** One message (the embedded log bus, tests): the batch path with a batch of one. */
   async handle(msg: BusMessage): Promise<void> {
@@ -65,7 +71,7 @@ export class EmbedderStage {
             ...event.document,
             model: this.embedder.modelId,
             dim: this.embedder.dim,
-            vectors: children.map((c) => ({ chunk_id: c.chunk_id, vector: Array.from(vectors[next++]!) })),
+            vectors: children.map((c) => this.wireVector(c.chunk_id, vectors[next++]!)),
           },
         };
         out.push({ item, message: { key: event.document.document_id, value: embedded } });

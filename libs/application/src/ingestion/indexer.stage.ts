@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { chunkId, EmbeddedChunksEventSchema, parseChunkId, Topic, type Chunk, type EmbeddedChunksEvent, type EmbeddedDocument } from '@rag/contracts';
+import { chunkId, chunkVectorValues, EmbeddedChunksEventSchema, parseChunkId, Topic, type Chunk, type EmbeddedChunksEvent, type EmbeddedDocument } from '@rag/contracts';
 import { Logger, withTraceContext } from '@rag/platform';
 import { NonRetryableError } from '@rag/ports';
 import type { BatchOutcome, Bus, BusMessage, DocumentDelete, DocumentRecord, KeywordIndex, Registry, VectorRecord, VectorStore } from '@rag/ports';
@@ -225,6 +225,12 @@ export class IndexerStage {
     const records: VectorRecord[] = doc.vectors.map((v) => {
       const c = byId.get(v.chunk_id);
       if (!c) throw new NonRetryableError(`vector for unknown chunk ${v.chunk_id}`);
+      let vector: Float32Array;
+      try {
+        vector = chunkVectorValues(v);
+      } catch (e) {
+        throw new NonRetryableError(`vector of chunk ${v.chunk_id}: ${e instanceof Error ? e.message : String(e)}`);
+      }
       return {
         chunk_id: c.chunk_id,
         document_id: c.document_id,
@@ -232,7 +238,7 @@ export class IndexerStage {
         version: c.version,
         acl: c.acl,
         metadata: c.metadata,
-        vector: Float32Array.from(v.vector),
+        vector,
         chunk: c,
       };
     });

@@ -79,6 +79,13 @@ export const ConfigSchema = z.object({
   /** Texts per embedding call: per request to an HTTP embedder, per call of the embedder stage. */
   RAG_EMBEDDING_BATCH: int(32, 1, 1024),
   /**
+   * How the embedder puts vectors on rag.chunks.embedded.v1: `f32` (default since 2026-12-07) base64 float32, ≈ 3.7×
+   * smaller than JSON numbers and parsed without per-number work; `json` the earlier JSON arrays. Indexers read both:
+   * set `json` on the embedders only while indexers older than this release still consume the topic (a rolling
+   * upgrade that starts embedders first), then remove it.
+   */
+  RAG_BUS_VECTOR_ENCODING: z.enum(['f32', 'json']).default('f32'),
+  /**
    * Texts per ONNX run. On a 2-core CPU 1 was fastest for the default models (bge-small-zh 18.9 chunks/s at 1, 10.9
    * at 8, 8.7 at 32: a batch pads to its longest text; `npm run bench -- embed`, docs/quality). Raise it on a GPU.
    */

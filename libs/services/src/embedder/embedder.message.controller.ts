@@ -12,7 +12,7 @@ import { CONFIG } from '../core/tokens';
 export class EmbedderMessageController {
   private readonly stage: EmbedderStage;
   constructor(@Inject(BUS) bus: Bus, @Inject(EMBEDDER) embedder: Embedder, @Inject(CONFIG) config: AppConfig) {
-    this.stage = new EmbedderStage(bus, embedder, config.RAG_EMBEDDING_BATCH);
+    this.stage = new EmbedderStage(bus, embedder, config.RAG_EMBEDDING_BATCH, config.RAG_BUS_VECTOR_ENCODING);
   }
 
   @EventPattern(Topic.Chunks, BUS_TRANSPORT, { group: 'embedder', batch: true })
