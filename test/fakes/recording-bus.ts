@@ -1,5 +1,5 @@
 import type { Topic, SourceEvent } from '@rag/contracts';
-import type { Bus, OutgoingMessage } from '@rag/ports';
+import { MessageTooLargeError, type Bus, type OutgoingMessage } from '@rag/ports';
 
 /**
  * A bus that records what is published and consumes nothing; `failNext` publishes fail (a bus outage, or — with
@@ -7,13 +7,20 @@ import type { Bus, OutgoingMessage } from '@rag/ports';
  */
 export class RecordingBus implements Bus {
   readonly published: { topic: Topic; key: string; value: SourceEvent }[] = [];
+  /** Like a Kafka topic's max.message.bytes as KafkaBus applies it: larger values are left out, the rest published. */
+  maxValueBytes = Infinity;
   constructor(public failNext = 0) {}
   async publish(topic: Topic, messages: OutgoingMessage[]): Promise<void> {
     if (this.failNext > 0) {
       this.failNext--;
       throw new Error('bus unavailable (the process died before publishing)');
     }
-    for (const m of messages) this.published.push({ topic, key: m.key, value: m.value as SourceEvent });
+    const tooLarge: string[] = [];
+    for (const m of messages) {
+      if (Buffer.byteLength(JSON.stringify(m.value)) > this.maxValueBytes) tooLarge.push(m.key);
+      else this.published.push({ topic, key: m.key, value: m.value as SourceEvent });
+    }
+    if (tooLarge.length) throw new MessageTooLargeError(tooLarge, `${tooLarge.length} message(s) larger than the topic accepts`);
   }
   async subscribe(): Promise<void> {}
   async start(): Promise<void> {}

@@ -42,6 +42,22 @@ describe('distributed mode: eight processes over Kafka, gRPC, Milvus and OpenSea
     expect(bad.status).toBe(400);
   });
 
+  it('ingests an upload larger than the broker default message size (1 MiB) end to end', { timeout: 180_000 }, async () => {
+    // ≈ 1.6 MB of text: its source event and its embedded-chunks event (≈ 2,000 chunks with vectors) are each well
+    // past 1 MiB. Before the topics were made with max.message.bytes, the outbox relay retried the source event
+    // forever and every later upload waited behind it.
+    const paragraphs = [...Array(14_000).keys()].map((i) => `Section ${i}. The inspection log records routine pressure readings for bay ${i % 97} and valve ${i % 13}, all within tolerance.`);
+    paragraphs.push('The final entry says the auxiliary turbine was replaced with a quieter titanium impeller in the last week.');
+    const text = paragraphs.join('\n\n');
+    expect(Buffer.byteLength(text)).toBeGreaterThan(1_500_000);
+    expect((await call('POST', '/v1/documents', { id: 'big-upload', text })).status).toBe(202);
+    await call('POST', '/v1/documents', doc(901));
+    await waitAll(['big-upload', 'doc-901'], 'indexed');
+    const r = await call<{ results: { document_id: string; text: string }[] }>('POST', '/v1/retrieve', { query: 'auxiliary turbine replaced titanium impeller', top_k: 5 });
+    expect(r.body.results[0]).toMatchObject({ document_id: 'big-upload', text: expect.stringContaining('titanium impeller') });
+    expect(await opensearch.count('big-upload')).toBeGreaterThan(1000);
+  });
+
   it('sends a poison message to the DLQ with its reason and keeps the pipeline moving', { timeout: 120_000 }, async () => {
     const kafka = new Kafka({ clientId: `${run}-test`, brokers: ['127.0.0.1:9092'], logLevel: logLevel.NOTHING });
     const producer = kafka.producer();

@@ -3,7 +3,7 @@ import { Kafka, logLevel } from 'kafkajs';
 import { KafkaBus, type KafkaBusOptions } from '../../libs/adapters/src/kafka-bus';
 import { ALL_TOPICS, DLQ_HEADERS, Topic } from '@rag/contracts';
 import { Logger, setLogLevel } from '@rag/platform';
-import { NonRetryableError, type BusMessage } from '@rag/ports';
+import { MessageTooLargeError, NonRetryableError, type BusMessage } from '@rag/ports';
 
 /*
  * KafkaBus against a real broker (RAG_KAFKA_BROKERS, default 127.0.0.1:9092). Start one first:
@@ -73,6 +73,53 @@ describe('KafkaBus on a real broker', () => {
     await open(prefix, { partitions: 3 }).start();
     const meta = await admin.fetchTopicMetadata({ topics: ALL_TOPICS.map((t) => prefix + t) });
     expect(meta.topics.map((t) => [t.name, t.partitions.length]).sort()).toEqual(ALL_TOPICS.map((t) => [prefix + t, 3]).sort());
+  });
+
+  it('carries messages and bulk sends past the broker\'s 1 MiB default: topics made with max.message.bytes, sends split under it', async () => {
+    const prefix = newPrefix();
+    const bus = open(prefix, { partitions: 2, maxMessageBytes: 8 * 1024 * 1024 });
+    const sizes = new Map<string, number>();
+    await bus.subscribe({ group: `it-${run}-large`, topic: Topic.Chunks, stage: 'embedder', handler: async (m) => void sizes.set(m.key, (m.value as { pad: string }).pad.length) });
+    await bus.start();
+    const described = await admin.describeConfigs({ includeSynonyms: false, resources: [{ type: 2, name: `${prefix}${Topic.Chunks}`, configNames: ['max.message.bytes'] }] });
+    expect(described.resources[0]!.configEntries.find((c) => c.configName === 'max.message.bytes')?.configValue).toBe(String(8 * 1024 * 1024));
+    // Twelve 700 KB documents (a bulk run of large embedded events: 8.4 MB in all, ≈ 4 MB a partition) and one
+    // 5 MB upload: before, the broker refused any partition batch over 1 MiB (MESSAGE_TOO_LARGE).
+    const messages = [...Array(12).keys()].map((i) => ({ key: `doc-${i}`, value: { pad: 'x'.repeat(700_000) } }));
+    messages.push({ key: 'upload', value: { pad: 'u'.repeat(5_000_000) } });
+    await bus.publish(Topic.Chunks, messages);
+    await bus.drain(60_000);
+    expect(new Map([...sizes].sort())).toEqual(new Map(messages.map((m) => [m.key, m.value.pad.length] as const).sort()));
+  });
+
+  it('keeps to a smaller max.message.bytes of an existing topic and names the one message it cannot send', async () => {
+    const prefix = newPrefix();
+    // Topics made before the platform set the limit (or by an operator): the broker's 1 MiB.
+    await admin.createTopics({
+      waitForLeaders: true,
+      topics: ALL_TOPICS.map((t) => ({ topic: prefix + t, numPartitions: 1, configEntries: [{ name: 'max.message.bytes', value: String(1024 * 1024) }] })),
+    });
+    const bus = open(prefix, { maxMessageBytes: 8 * 1024 * 1024 });
+    const seen: string[] = [];
+    await bus.subscribe({ group: `it-${run}-limit`, topic: Topic.Chunks, stage: 'embedder', handler: async (m) => void seen.push(m.key) });
+    await bus.start();
+    const err = await bus
+      .publish(Topic.Chunks, [
+        { key: 'a', value: { pad: 'a'.repeat(400_000) } },
+        { key: 'too-big', value: { pad: 'b'.repeat(1_500_000) } },
+        { key: 'c', value: { pad: 'c'.repeat(400_000) } },
+        { key: 'd', value: { pad: 'd'.repeat(400_000) } },
+      ])
+      .then(
+        () => null,
+        (e: unknown) => e,
+      );
+    expect(err).toBeInstanceOf(MessageTooLargeError);
+    expect((err as MessageTooLargeError).keys).toEqual(['too-big']);
+    expect((err as Error).message).toMatch(/max\.message\.bytes 1048576/);
+    await bus.drain(60_000);
+    // One partition, three 400 KB messages: more than 1 MiB together, so two sends; all three arrived, in order.
+    expect(seen).toEqual(['a', 'c', 'd']);
   });
 
   it('keeps per-key order across partitions, one message at a time per partition, for every group', async () => {

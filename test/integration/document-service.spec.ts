@@ -153,6 +153,22 @@ describe('DocumentService', () => {
     });
   });
 
+  it('fails an upload too large for the bus with the reason and keeps relaying the changes after it', async () => {
+    bus.maxValueBytes = 4096;
+    bus.failNext = 1; // the first submit's own relay fails: its change waits in the outbox, ahead of the large one
+    await docs.submit({ id: 'small-1', text: 'one' }, 'default');
+    await docs.submit({ id: 'big', text: 'x'.repeat(10_000) }, 'default');
+    bus.failNext = 0;
+    await docs.submit({ id: 'small-2', text: 'two' }, 'default');
+    await docs.relay();
+    expect(bus.published.map((m) => m.key)).toEqual(['small-1', 'small-2']);
+    expect(await docs.get('big', 'default')).toMatchObject({ status: 'failed', error: expect.stringMatching(/larger than the topic accepts/) });
+    // The outbox is empty (the large change no longer heads it), and later changes go out as before.
+    await docs.submit({ id: 'small-3', text: 'three' }, 'default');
+    await docs.relay();
+    expect(bus.published.map((m) => m.key)).toEqual(['small-1', 'small-2', 'small-3']);
+  });
+
   describe('batches (documents:batch, bulk ingestion)', () => {
     it('accepts a batch in input order: new, repeated, unchanged and rejected documents, each as submit would answer', async () => {
       await docs.submit({ id: 'old', text: 'same body' }, 'acme');

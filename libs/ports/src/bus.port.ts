@@ -84,3 +84,17 @@ export const BUS = Symbol('BUS');
 export class NonRetryableError extends Error {
   readonly code = 'NON_RETRYABLE';
 }
+
+/**
+ * A publish that left out the messages larger than the broker accepts on the topic (Kafka's `max.message.bytes`); the
+ * others were published. `keys` are the left-out messages' keys. Non-retryable: the same message is as large next time.
+ */
+export class MessageTooLargeError extends NonRetryableError {
+  constructor(
+    readonly keys: readonly string[],
+    message: string,
+  ) {
+    super(message);
+    this.name = 'MessageTooLargeError';
+  }
+}

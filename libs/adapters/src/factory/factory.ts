@@ -72,11 +72,18 @@ export async function createBus(config: AppConfig): Promise<Bus> {
         retryBaseMs: config.RAG_BUS_RETRY_BASE_MS,
         transientRetryMs: config.RAG_BUS_TRANSIENT_RETRY_S * 1000,
         batchDocs: config.RAG_INGEST_BATCH_DOCS ?? KAFKA_BATCH_DOCS,
+        maxMessageBytes: kafkaMaxMessageBytes(config),
       });
     }
     default:
       return unknown('RAG_BUS', kind);
   }
+}
+
+/** RAG_KAFKA_MAX_MESSAGE_BYTES, or (0) room for the largest upload's source event: base64 of RAG_MAX_BODY_BYTES + 1 MiB, ≥ 32 MiB. */
+export function kafkaMaxMessageBytes(config: Pick<AppConfig, 'RAG_KAFKA_MAX_MESSAGE_BYTES' | 'RAG_MAX_BODY_BYTES'>): number {
+  if (config.RAG_KAFKA_MAX_MESSAGE_BYTES > 0) return config.RAG_KAFKA_MAX_MESSAGE_BYTES;
+  return Math.max(32 * 1024 * 1024, Math.ceil((config.RAG_MAX_BODY_BYTES * 4) / 3) + 1024 * 1024);
 }
 
 /** Uploads are parsed in a worker-thread pool, each parse within the time, memory and size limits of the settings. */

@@ -3,6 +3,7 @@ import { Logger, setLogLevel } from '@rag/platform';
 import { decodeHeaders } from './delivery';
 import { FakeKafka } from './fake-kafka';
 import { logLevel } from 'kafkajs';
+import { MessageTooLargeError, NonRetryableError } from '@rag/ports';
 import { KafkaBus, kafkaLogCreator, type KafkaBusOptions } from './kafka-bus.adapter';
 
 setLogLevel('silent');
@@ -45,6 +46,34 @@ describe('KafkaBus (over an in-memory kafkajs stand-in): what is Kafka-specific'
     expect((await a.bus.lag()).filter((l) => l.topic === Topic.Chunks).map((l) => [l.group, l.lag])).toEqual([['loader', 0]]);
     await a.bus.close();
     await b.bus.close();
+  });
+
+  it('splits a publish into sends under max.message.bytes and leaves out only a message larger than it, by key', async () => {
+    const bus = open({ maxMessageBytes: 10_000 });
+    await bus.start();
+    const pad = (n: number) => 'x'.repeat(n);
+    const before = kafka.sends;
+    // 3 KB each: three fit in one 10 kB batch with their overhead, the fourth starts a second send.
+    await bus.publish(Topic.Chunks, [1, 2, 3, 4, 5].map((n) => ({ key: `d${n}`, value: { n, pad: pad(3000) } })));
+    expect(kafka.sends - before).toBe(2);
+    const err = await bus
+      .publish(Topic.Chunks, [
+        { key: 'small-a', value: { n: 6 } },
+        { key: 'huge', value: { n: 7, pad: pad(20_000) } },
+        { key: 'small-b', value: { n: 8 } },
+      ])
+      .then(
+        () => null,
+        (e: unknown) => e,
+      );
+    expect(err).toBeInstanceOf(MessageTooLargeError);
+    expect(err).toBeInstanceOf(NonRetryableError);
+    expect((err as MessageTooLargeError).keys).toEqual(['huge']);
+    expect((err as Error).message).toMatch(/message huge is larger than topic rag\.chunks\.v1 accepts \(\d+ bytes > max\.message\.bytes 10000\)/);
+    // Everything else went out, in order.
+    const sent = kafka.messages('rag.chunks.v1').map((m) => m.key!.toString());
+    expect(sent.sort()).toEqual(['d1', 'd2', 'd3', 'd4', 'd5', 'small-a', 'small-b']);
+    await bus.close();
   });
 
   it('publishes JSON keyed by document id and delivers in per-key order to every group', async () => {

@@ -11,7 +11,7 @@ import {
 } from 'kafkajs';
 import { ALL_TOPICS, Topic } from '@rag/contracts';
 import { failSpan, injectTraceContext, Logger, metrics, SpanKind, startSpan, tracingHandle, withTracingSuppressed, type Context, type Span } from '@rag/platform';
-import type { MessageBroker, OutgoingMessage, SubscribeOptions } from '@rag/ports';
+import { MessageTooLargeError, type MessageBroker, type OutgoingMessage, type SubscribeOptions } from '@rag/ports';
 import type { BusRetryPolicy } from '../bus-delivery/deliver-with-retries';
 import { partitionLag } from './delivery';
 import { KafkaTransport, type KafkaConsumerLike } from './kafka.transport';
@@ -20,7 +20,8 @@ export type { KafkaConsumerLike } from './kafka.transport';
 
 /** The parts of kafkajs the bus uses (a kafkajs `Kafka` instance satisfies it; tests may pass an in-memory fake). */
 export type KafkaProducerLike = Pick<Producer, 'connect' | 'disconnect' | 'send'>;
-export type KafkaAdminLike = Pick<Admin, 'connect' | 'disconnect' | 'listTopics' | 'createTopics' | 'fetchTopicOffsets' | 'fetchOffsets' | 'listGroups'>;
+export type KafkaAdminLike = Pick<Admin, 'connect' | 'disconnect' | 'listTopics' | 'createTopics' | 'fetchTopicOffsets' | 'fetchOffsets' | 'listGroups'> &
+  Partial<Pick<Admin, 'describeConfigs'>>;
 export interface KafkaLike {
   producer(config?: ProducerConfig): KafkaProducerLike;
   consumer(config: ConsumerConfig): KafkaConsumerLike;
@@ -48,8 +49,14 @@ export interface KafkaBusOptions {
   fetchMaxWaitMs?: number;
   /** Most messages of a partition one batch handler call gets (bulk ingestion; default 64, 1 = one at a time). */
   batchDocs?: number;
-  /** Most bytes a fetch returns per partition (default 8 MiB: embedded-chunk events carry their vectors as JSON). */
+  /** Most bytes a fetch returns per partition (default 8 MiB); a larger message is still returned whole (KIP-74). */
   fetchMaxBytesPerPartition?: number;
+  /**
+   * Largest record batch a topic takes (`max.message.bytes`, set on the topics this bus creates; default 32 MiB,
+   * RAG_KAFKA_MAX_MESSAGE_BYTES). A publish is split into sends that stay under the smaller of this and what each
+   * topic really accepts (read at start), and a message larger than that is left out with a MessageTooLargeError.
+   */
+  maxMessageBytes?: number;
   connectionTimeoutMs?: number;
   /** A publish that the (idempotent, infinitely retrying) producer has not acknowledged by then is rejected. */
   publishTimeoutMs?: number;
@@ -60,6 +67,20 @@ export interface KafkaBusOptions {
   logger?: Logger;
   /** Injected client (tests); by default a kafkajs `Kafka` on `brokers`. */
   kafka?: KafkaLike;
+}
+
+/** Default `max.message.bytes` of the topics this bus creates (the factory passes room for the largest upload). */
+export const DEFAULT_MAX_MESSAGE_BYTES = 32 * 1024 * 1024;
+/** ConfigResourceTypes.TOPIC (kafkajs), by value: the enum is not exported as a runtime value in every kafkajs build. */
+const TOPIC_RESOURCE = 2;
+/** A record batch's header (61 bytes) and a margin for the PRODUCER span's traceparent header added at send. */
+const BATCH_OVERHEAD_BYTES = 61 + 128;
+
+/** An upper bound of one record's bytes in a batch (v2 format: varint lengths, attributes, deltas, headers). */
+function recordBytes(r: { key: string; value: string; headers: Record<string, string> }): number {
+  let n = 24 + Buffer.byteLength(r.key) + Buffer.byteLength(r.value);
+  for (const [k, v] of Object.entries(r.headers)) n += 10 + Buffer.byteLength(k) + Buffer.byteLength(v);
+  return n;
 }
 
 const KAFKA_LEVELS = { error: KafkaLogLevel.ERROR, warn: KafkaLogLevel.WARN, info: KafkaLogLevel.INFO, debug: KafkaLogLevel.DEBUG } as const;
@@ -95,6 +116,9 @@ export class KafkaBus implements MessageBroker {
   private readonly replicationFactor: number;
   private readonly prefix: string;
   private readonly publishTimeoutMs: number;
+  private readonly maxMessageBytes: number;
+  /** What each physical topic accepts (`max.message.bytes` read at start), where it is below `maxMessageBytes`. */
+  private readonly topicLimits = new Map<string, number>();
   private readonly logical = new Map<string, Topic>();
   /** The Nest transport strategy that consumes for this bus (connect it with `connectMicroservice({ strategy })`). */
   readonly transport: KafkaTransport;
@@ -118,6 +142,7 @@ export class KafkaBus implements MessageBroker {
     };
     this.prefix = opts.topicPrefix ?? '';
     this.publishTimeoutMs = opts.publishTimeoutMs ?? 30_000;
+    this.maxMessageBytes = opts.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
     for (const t of ALL_TOPICS) this.logical.set(this.physical(t), t);
     this.kafka =
       opts.kafka ??
@@ -206,24 +231,70 @@ export class KafkaBus implements MessageBroker {
     return this.producer;
   }
 
-  /** Creates the topics of the design (every Topic) with the configured partitions; existing ones are kept. */
+  /**
+   * Creates the topics of the design (every Topic) with the configured partitions and `max.message.bytes`; existing
+   * ones are kept as they are, and what each accepts is read so publishes stay under it.
+   */
   ensureTopics(): Promise<void> {
     this.topicsReady ??= (async () => {
       const admin = await this.ensureAdmin();
       const existing = new Set(await admin.listTopics());
       const missing = ALL_TOPICS.map((t) => this.physical(t)).filter((t) => !existing.has(t));
-      if (missing.length === 0) return;
-      // Another process may create them at the same moment: kafkajs answers false when they already exist.
-      const created = await admin.createTopics({
-        waitForLeaders: true,
-        topics: missing.map((topic) => ({ topic, numPartitions: this.partitions, replicationFactor: this.replicationFactor })),
-      });
-      this.log.info(created ? 'topics created' : 'topics already exist', { topics: missing, partitions: this.partitions });
+      if (missing.length > 0) {
+        // Another process may create them at the same moment: kafkajs answers false when they already exist.
+        const created = await admin.createTopics({
+          waitForLeaders: true,
+          topics: missing.map((topic) => ({
+            topic,
+            numPartitions: this.partitions,
+            replicationFactor: this.replicationFactor,
+            configEntries: [{ name: 'max.message.bytes', value: String(this.maxMessageBytes) }],
+          })),
+        });
+        this.log.info(created ? 'topics created' : 'topics already exist', { topics: missing, partitions: this.partitions, max_message_bytes: this.maxMessageBytes });
+      }
+      await this.readTopicLimits(admin);
     })().catch((e: unknown) => {
       this.topicsReady = undefined;
       throw e;
     });
     return this.topicsReady;
+  }
+
+  /**
+   * Reads `max.message.bytes` of the topics (a topic created before this setting, or by an operator, keeps the
+   * broker's default — 1 MiB — unless changed): a topic that takes less than `maxMessageBytes` gets its own, smaller
+   * limit here, with a warning that says how to raise it. Without DescribeConfigs (an ACL, a fake) the configured value
+   * is assumed, and a broker that refuses a send still fails it with its MESSAGE_TOO_LARGE.
+   */
+  private async readTopicLimits(admin: KafkaAdminLike): Promise<void> {
+    if (!admin.describeConfigs) return;
+    const names = ALL_TOPICS.map((t) => this.physical(t));
+    let described: Awaited<ReturnType<Admin['describeConfigs']>>;
+    try {
+      described = await this.adminRead(() =>
+        admin.describeConfigs!({ includeSynonyms: false, resources: names.map((name) => ({ type: TOPIC_RESOURCE, name, configNames: ['max.message.bytes'] })) }),
+      );
+    } catch (e) {
+      this.log.warn('could not read the topics\' max.message.bytes; assuming RAG_KAFKA_MAX_MESSAGE_BYTES', { error: e instanceof Error ? e.message : String(e), assumed: this.maxMessageBytes });
+      return;
+    }
+    for (const r of described.resources) {
+      const value = Number(r.configEntries.find((c) => c.configName === 'max.message.bytes')?.configValue);
+      if (!Number.isFinite(value) || value <= 0 || value >= this.maxMessageBytes) continue;
+      this.topicLimits.set(r.resourceName, value);
+      this.log.warn('topic accepts smaller messages than RAG_KAFKA_MAX_MESSAGE_BYTES: larger uploads and documents will fail with a reason', {
+        topic: r.resourceName,
+        max_message_bytes: value,
+        wanted: this.maxMessageBytes,
+        fix: `kafka-configs.sh --bootstrap-server <broker> --alter --entity-type topics --entity-name ${r.resourceName} --add-config max.message.bytes=${this.maxMessageBytes}`,
+      });
+    }
+  }
+
+  /** The largest record batch one send may put on `physical`. */
+  private maxBatchBytes(physical: string): number {
+    return Math.min(this.maxMessageBytes, this.topicLimits.get(physical) ?? Infinity);
   }
 
   async publish(topic: Topic, messages: OutgoingMessage[]): Promise<void> {
@@ -233,7 +304,59 @@ export class KafkaBus implements MessageBroker {
     await this.ensureTopics();
     const producer = await this.ensureProducer();
     const physical = this.physical(topic);
-    const records = messages.map((m) => ({ key: m.key, value: JSON.stringify(m.value ?? null), headers: { ...(m.headers ?? {}) } }));
+    const all = messages.map((m) => ({ key: m.key, value: JSON.stringify(m.value ?? null), headers: { ...(m.headers ?? {}) } }));
+    // Kafka checks `max.message.bytes` against a partition's record batch, and kafkajs puts all of a send's messages
+    // for one partition in one batch: 64 documents' embedded chunks (bulk ingestion) easily passed the 1 MiB default
+    // and the broker refused the whole send. So the messages go in consecutive sends of at most the limit in total
+    // (over all partitions: an upper bound for each partition's batch); usually that is one send. A message larger
+    // than the limit by itself is left out (the rest still go) and reported by key: no later attempt can send it.
+    const limit = this.maxBatchBytes(physical);
+    const tooLarge: { key: string; bytes: number }[] = [];
+    const sends: number[][] = [];
+    let current: number[] = [];
+    let currentBytes = BATCH_OVERHEAD_BYTES;
+    for (const [i, r] of all.entries()) {
+      const bytes = recordBytes(r);
+      if (bytes + BATCH_OVERHEAD_BYTES > limit) {
+        tooLarge.push({ key: r.key, bytes });
+        continue;
+      }
+      if (current.length > 0 && currentBytes + bytes > limit) {
+        sends.push(current);
+        current = [];
+        currentBytes = BATCH_OVERHEAD_BYTES;
+      }
+      current.push(i);
+      currentBytes += bytes;
+    }
+    if (current.length > 0) sends.push(current);
+    for (const indexes of sends) {
+      await this.send(
+        producer,
+        topic,
+        physical,
+        indexes.map((i) => all[i]!),
+        indexes.map((i) => messages[i]!),
+      );
+    }
+    if (tooLarge.length > 0) {
+      const biggest = Math.max(...tooLarge.map((t) => t.bytes));
+      throw new MessageTooLargeError(
+        tooLarge.map((t) => t.key),
+        `${tooLarge.length === 1 ? `message ${tooLarge[0]!.key} is` : `${tooLarge.length} messages (largest ${biggest} bytes) are`} larger than topic ${physical} accepts ` +
+          `(${biggest} bytes > max.message.bytes ${limit}): raise RAG_KAFKA_MAX_MESSAGE_BYTES and the topic's max.message.bytes, or make the document smaller (RAG_MAX_BODY_BYTES, RAG_MAX_CHUNKS_PER_DOCUMENT)`,
+      );
+    }
+  }
+
+  /** One producer send of `records` (the encoded `messages`), traced, under the publish timeout. */
+  private async send(
+    producer: KafkaProducerLike,
+    topic: Topic,
+    physical: string,
+    records: { key: string; value: string; headers: Record<string, string> }[],
+    messages: OutgoingMessage[],
+  ): Promise<void> {
     // Normally no hand-made trace context: @opentelemetry/instrumentation-kafkajs (registered by startTracing) opens a
     // `send <topic>` span around this send and writes its traceparent into every message's headers; the consumer's
     // stage span continues from it. But it parents every message of one send on the context active at the send, so a

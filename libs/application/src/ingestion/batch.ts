@@ -1,7 +1,7 @@
 import type { Topic, TopicValue } from '@rag/contracts';
 import type { z } from 'zod';
 import { failSpan, metrics, SpanKind, startSpan, extractTraceContext, tracingHandle, type Attributes, type Context, type Span, type StageName } from '@rag/platform';
-import type { BatchOutcome, Bus, BusMessage, OutgoingMessage } from '@rag/ports';
+import { MessageTooLargeError, type BatchOutcome, type Bus, type BusMessage, type OutgoingMessage } from '@rag/ports';
 import { parseMessage } from './validate';
 
 /*
@@ -141,6 +141,13 @@ export async function publishEach<T extends Topic>(bus: Bus, topic: T, out: { it
       out.map((o) => (traced ? { ...o.message, traceContext: o.item.context } : o.message)),
     );
   } catch (e) {
+    // Kafka left out only the messages too large for the topic (the rest were published): only their items fail,
+    // non-retryably, so the document is dead-lettered with the reason instead of taking the batch down with it.
+    if (e instanceof MessageTooLargeError) {
+      const keys = new Set(e.keys);
+      for (const o of out) if (keys.has(o.message.key)) o.item.failed ??= e;
+      return;
+    }
     for (const o of out) o.item.failed ??= asError(e);
   }
 }

@@ -7,7 +7,7 @@ import {
 } from '@rag/contracts';
 import { detectMimeType, documentIdCandidates, externalDocumentId, internalDocumentId, SUPPORTED_MIME_TYPES, uploadDocumentIdProblem } from '@rag/domain';
 import { AppError, Logger, type Result, err, invalidRequest, ok } from '@rag/platform';
-import type { AcceptChange, Bus, DocumentRecord, ListOptions, OutboxEntry, OutboxMessage, Registry } from '@rag/ports';
+import { MessageTooLargeError, type AcceptChange, type Bus, type DocumentRecord, type ListOptions, type OutboxEntry, type OutboxMessage, type Registry } from '@rag/ports';
 import { nowIso } from './validate';
 
 export interface AcceptedDocument {
@@ -336,10 +336,21 @@ export class DocumentService {
           let end = done;
           while (end < batch.length && batch[end]!.topic === topic) end++;
           const group: OutboxEntry[] = batch.slice(done, end);
-          await this.bus.publish(
-            topic,
-            group.map((m) => ({ key: m.key, value: m.value })),
-          );
+          try {
+            await this.bus.publish(
+              topic,
+              group.map((m) => ({ key: m.key, value: m.value })),
+            );
+          } catch (e) {
+            // Too large for the broker (an upload over the Kafka topic's max.message.bytes): the rest of the group went
+            // out; the left-out changes fail with the reason and leave the outbox. Kept, they would be claimed first
+            // on every round and hold back every later change — one large upload stopped all ingestion.
+            if (!(e instanceof MessageTooLargeError)) throw e;
+            await this.failUnpublishable(
+              group.filter((m) => e.keys.includes(m.key)),
+              e.message,
+            );
+          }
           await this.registry.completeOutbox(group.map((m) => m.id));
           done = end;
         }
@@ -348,6 +359,15 @@ export class DocumentService {
         throw e;
       }
       if (batch.length < RELAY_BATCH) return;
+    }
+  }
+
+  /** Marks the documents of outbox messages the bus cannot carry as failed, with the reason (their version's own status). */
+  private async failUnpublishable(entries: OutboxEntry[], reason: string): Promise<void> {
+    for (const m of entries) {
+      const version = (m.value as { version?: unknown } | null)?.version;
+      this.log.warn('outbox relay: a change is too large for the bus; the document is marked failed', { document_id: m.key, version, reason });
+      if (typeof version === 'number') await this.registry.markFailed(m.key, version, `gateway: ${reason}`);
     }
   }
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { chunkId, chunkVectorValues, EmbeddedChunksEventSchema, Topic, type Chunk, type ChunksEvent, type EmbeddedChunksEvent } from '@rag/contracts';
-import { NonRetryableError, type Bus, type BusMessage, type Embedder, type OutgoingMessage } from '@rag/ports';
+import { MessageTooLargeError, NonRetryableError, type Bus, type BusMessage, type Embedder, type OutgoingMessage } from '@rag/ports';
 import { EmbedderStage } from './embedder.stage';
 
 /*
@@ -24,9 +24,15 @@ class RecordingEmbedder implements Embedder {
 class CaptureBus implements Pick<Bus, 'publish'> {
   out: EmbeddedChunksEvent[] = [];
   publishes = 0;
+  /** Keys the "broker" refuses as too large (KafkaBus: the rest of the publish goes out). */
+  tooLarge = new Set<string>();
   async publish(_t: unknown, messages: OutgoingMessage[]) {
     this.publishes++;
-    for (const m of messages) this.out.push(m.value as EmbeddedChunksEvent);
+    for (const m of messages) if (!this.tooLarge.has(m.key)) this.out.push(m.value as EmbeddedChunksEvent);
+    if (this.tooLarge.size) {
+      const keys = messages.map((m) => m.key).filter((k) => this.tooLarge.has(k));
+      if (keys.length) throw new MessageTooLargeError(keys, 'larger than the topic accepts');
+    }
   }
 }
 
@@ -71,6 +77,18 @@ describe('EmbedderStage batch path', () => {
       [[4, 50], undefined],
     ]);
     expect(EmbeddedChunksEventSchema.safeParse(bus.out[0]).success).toBe(true);
+  });
+
+  it('fails only the document whose event is too large for the bus, non-retryably; the others of the batch are published', async () => {
+    const bus = new CaptureBus();
+    bus.tooLarge.add('b');
+    const stage = new EmbedderStage(bus as unknown as Bus, new RecordingEmbedder(), 32);
+    const out = await stage.handleBatch([chunksEvent('a', 2), chunksEvent('b', 2), chunksEvent('c', 1)]);
+    expect(out[0]).toBeUndefined();
+    expect(out[1]).toBeInstanceOf(NonRetryableError);
+    expect(out[1]?.message).toMatch(/larger than the topic accepts/);
+    expect(out[2]).toBeUndefined();
+    expect(bus.out.map((e) => (e.op === 'upsert' ? e.document.document_id : ''))).toEqual(['a', 'c']);
   });
 
   it('fails an invalid message alone and passes a delete through', async () => {

@@ -372,6 +372,12 @@ export const ConfigSchema = z.object({
    * it 245–275 ms at P99 against 126–130 ms at 16, for the same docs/s (bench ingest, hashing, 2026-12-06).
    */
   RAG_INGEST_BATCH_DOCS: optStr.transform((v) => (v === undefined ? undefined : Number(v))).pipe(z.number().int().min(1).max(1000).optional()),
+  /**
+   * `max.message.bytes` of the topics the platform creates, and the most one send puts on a topic. 0 (default): room
+   * for the largest upload, 4/3 × RAG_MAX_BODY_BYTES (base64 in the source event) + 1 MiB, at least 32 MiB. Kafka's
+   * own default is 1 MiB, which refused every upload above ≈ 750 KiB and bulk sends of larger documents.
+   */
+  RAG_KAFKA_MAX_MESSAGE_BYTES: int(0, 0, 1024 * 1024 * 1024),
   /** Prefix for topic names (several deployments or test runs on one cluster). */
   RAG_KAFKA_TOPIC_PREFIX: z.string().regex(/^[A-Za-z0-9._-]*$/).default(''),
   RAG_VECTOR_STORE: z.enum(['embedded', 'milvus']).default('embedded'),
