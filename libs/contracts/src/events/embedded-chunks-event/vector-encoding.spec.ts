@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { chunkVectorLength, chunkVectorValues, EmbeddedChunksEventSchema } from './value';
-import { decodeVectorF32, encodeVectorF32, isF32Base64 } from './vector-encoding';
+import { decodeBytesPortable, decodeVectorF32, encodeBytesPortable, encodeVectorF32, isF32Base64 } from './vector-encoding';
 
 /* The compact vector form of rag.chunks.embedded.v1: exact float32 round trips, the same bytes as Node's base64. */
 
@@ -25,6 +25,16 @@ describe('float32 base64 vectors', () => {
       // A plain number array (already float32 values) encodes the same.
       expect(encodeVectorF32(Array.from(v))).toBe(b64);
     }
+  });
+
+  it('writes and reads the same strings without Buffer (the portable codec browsers use)', () => {
+    for (const n of [0, 1, 2, 3, 5, 384, 9000]) {
+      const bytes = new Uint8Array(n).map(() => Math.floor(Math.random() * 256));
+      const b64 = Buffer.from(bytes).toString('base64');
+      expect(encodeBytesPortable(bytes)).toBe(b64);
+      expect(Array.from(decodeBytesPortable(b64, n))).toEqual(Array.from(bytes));
+    }
+    expect(() => decodeBytesPortable('AA=AAA==', 4)).toThrow(/outside the alphabet/);
   });
 
   it('encodes a view into a larger buffer by its own bytes only', () => {
