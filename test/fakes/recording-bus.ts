@@ -15,12 +15,18 @@ export class RecordingBus implements Bus {
       this.failNext--;
       throw new Error('bus unavailable (the process died before publishing)');
     }
-    const tooLarge: string[] = [];
-    for (const m of messages) {
-      if (Buffer.byteLength(JSON.stringify(m.value)) > this.maxValueBytes) tooLarge.push(m.key);
+    const tooLarge: number[] = [];
+    for (const [i, m] of messages.entries()) {
+      if (Buffer.byteLength(JSON.stringify(m.value)) > this.maxValueBytes) tooLarge.push(i);
       else this.published.push({ topic, key: m.key, value: m.value as SourceEvent });
     }
-    if (tooLarge.length) throw new MessageTooLargeError(tooLarge, `${tooLarge.length} message(s) larger than the topic accepts`);
+    if (tooLarge.length) {
+      throw new MessageTooLargeError(
+        tooLarge,
+        tooLarge.map((i) => messages[i]!.key),
+        `${tooLarge.length} message(s) larger than the topic accepts`,
+      );
+    }
   }
   async subscribe(): Promise<void> {}
   async start(): Promise<void> {}

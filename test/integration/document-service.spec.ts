@@ -169,6 +169,16 @@ describe('DocumentService', () => {
     expect(bus.published.map((m) => m.key)).toEqual(['small-1', 'small-2', 'small-3']);
   });
 
+  it('fails only the too-large version when two versions of one document go out together', async () => {
+    bus.maxValueBytes = 4096;
+    bus.failNext = 1; // version 1's own relay fails: both versions wait in the outbox, one relay group
+    await docs.submit({ id: 'a', text: 'short first version' }, 'default');
+    await docs.submit({ id: 'a', text: 'y'.repeat(10_000) }, 'default');
+    await docs.relay();
+    expect(bus.published.map((m) => [m.key, m.value.version])).toEqual([['a', 1]]);
+    expect(await docs.get('a', 'default')).toMatchObject({ version: 2, status: 'failed', error: expect.stringMatching(/larger than the topic accepts/) });
+  });
+
   describe('batches (documents:batch, bulk ingestion)', () => {
     it('accepts a batch in input order: new, repeated, unchanged and rejected documents, each as submit would answer', async () => {
       await docs.submit({ id: 'old', text: 'same body' }, 'acme');

@@ -87,10 +87,12 @@ export class NonRetryableError extends Error {
 
 /**
  * A publish that left out the messages larger than the broker accepts on the topic (Kafka's `max.message.bytes`); the
- * others were published. `keys` are the left-out messages' keys. Non-retryable: the same message is as large next time.
+ * others were published. `indexes` are the left-out messages' positions in the publish call, `keys` their keys.
+ * Non-retryable: the same message is as large next time.
  */
 export class MessageTooLargeError extends NonRetryableError {
   constructor(
+    readonly indexes: readonly number[],
     readonly keys: readonly string[],
     message: string,
   ) {

@@ -69,6 +69,7 @@ describe('KafkaBus (over an in-memory kafkajs stand-in): what is Kafka-specific'
     expect(err).toBeInstanceOf(MessageTooLargeError);
     expect(err).toBeInstanceOf(NonRetryableError);
     expect((err as MessageTooLargeError).keys).toEqual(['huge']);
+    expect((err as MessageTooLargeError).indexes).toEqual([1]);
     expect((err as Error).message).toMatch(/message huge is larger than topic rag\.chunks\.v1 accepts \(\d+ bytes > max\.message\.bytes 10000\)/);
     // Everything else went out, in order.
     const sent = kafka.messages('rag.chunks.v1').map((m) => m.key!.toString());

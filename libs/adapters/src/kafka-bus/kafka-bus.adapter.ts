@@ -1,4 +1,5 @@
 import {
+  ConfigResourceTypes,
   Kafka,
   Partitioners,
   logLevel as KafkaLogLevel,
@@ -71,8 +72,6 @@ export interface KafkaBusOptions {
 
 /** Default `max.message.bytes` of the topics this bus creates (the factory passes room for the largest upload). */
 export const DEFAULT_MAX_MESSAGE_BYTES = 32 * 1024 * 1024;
-/** ConfigResourceTypes.TOPIC (kafkajs), by value: the enum is not exported as a runtime value in every kafkajs build. */
-const TOPIC_RESOURCE = 2;
 /** A record batch's header (61 bytes) and a margin for the PRODUCER span's traceparent header added at send. */
 const BATCH_OVERHEAD_BYTES = 61 + 128;
 
@@ -273,7 +272,7 @@ export class KafkaBus implements MessageBroker {
     let described: Awaited<ReturnType<Admin['describeConfigs']>>;
     try {
       described = await this.adminRead(() =>
-        admin.describeConfigs!({ includeSynonyms: false, resources: names.map((name) => ({ type: TOPIC_RESOURCE, name, configNames: ['max.message.bytes'] })) }),
+        admin.describeConfigs!({ includeSynonyms: false, resources: names.map((name) => ({ type: ConfigResourceTypes.TOPIC, name, configNames: ['max.message.bytes'] })) }),
       );
     } catch (e) {
       this.log.warn('could not read the topics\' max.message.bytes; assuming RAG_KAFKA_MAX_MESSAGE_BYTES', { error: e instanceof Error ? e.message : String(e), assumed: this.maxMessageBytes });
@@ -311,14 +310,14 @@ export class KafkaBus implements MessageBroker {
     // (over all partitions: an upper bound for each partition's batch); usually that is one send. A message larger
     // than the limit by itself is left out (the rest still go) and reported by key: no later attempt can send it.
     const limit = this.maxBatchBytes(physical);
-    const tooLarge: { key: string; bytes: number }[] = [];
+    const tooLarge: { index: number; key: string; bytes: number }[] = [];
     const sends: number[][] = [];
     let current: number[] = [];
     let currentBytes = BATCH_OVERHEAD_BYTES;
     for (const [i, r] of all.entries()) {
       const bytes = recordBytes(r);
       if (bytes + BATCH_OVERHEAD_BYTES > limit) {
-        tooLarge.push({ key: r.key, bytes });
+        tooLarge.push({ index: i, key: r.key, bytes });
         continue;
       }
       if (current.length > 0 && currentBytes + bytes > limit) {
@@ -342,6 +341,7 @@ export class KafkaBus implements MessageBroker {
     if (tooLarge.length > 0) {
       const biggest = Math.max(...tooLarge.map((t) => t.bytes));
       throw new MessageTooLargeError(
+        tooLarge.map((t) => t.index),
         tooLarge.map((t) => t.key),
         `${tooLarge.length === 1 ? `message ${tooLarge[0]!.key} is` : `${tooLarge.length} messages (largest ${biggest} bytes) are`} larger than topic ${physical} accepts ` +
           `(${biggest} bytes > max.message.bytes ${limit}): raise RAG_KAFKA_MAX_MESSAGE_BYTES and the topic's max.message.bytes, or make the document smaller (RAG_MAX_BODY_BYTES, RAG_MAX_CHUNKS_PER_DOCUMENT)`,

@@ -144,8 +144,7 @@ export async function publishEach<T extends Topic>(bus: Bus, topic: T, out: { it
     // Kafka left out only the messages too large for the topic (the rest were published): only their items fail,
     // non-retryably, so the document is dead-lettered with the reason instead of taking the batch down with it.
     if (e instanceof MessageTooLargeError) {
-      const keys = new Set(e.keys);
-      for (const o of out) if (keys.has(o.message.key)) o.item.failed ??= e;
+      for (const i of e.indexes) out[i]!.item.failed ??= e;
       return;
     }
     for (const o of out) o.item.failed ??= asError(e);

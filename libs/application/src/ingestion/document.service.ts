@@ -347,7 +347,7 @@ export class DocumentService {
             // on every round and hold back every later change — one large upload stopped all ingestion.
             if (!(e instanceof MessageTooLargeError)) throw e;
             await this.failUnpublishable(
-              group.filter((m) => e.keys.includes(m.key)),
+              e.indexes.map((i) => group[i]!),
               e.message,
             );
           }

@@ -29,9 +29,13 @@ class CaptureBus implements Pick<Bus, 'publish'> {
   async publish(_t: unknown, messages: OutgoingMessage[]) {
     this.publishes++;
     for (const m of messages) if (!this.tooLarge.has(m.key)) this.out.push(m.value as EmbeddedChunksEvent);
-    if (this.tooLarge.size) {
-      const keys = messages.map((m) => m.key).filter((k) => this.tooLarge.has(k));
-      if (keys.length) throw new MessageTooLargeError(keys, 'larger than the topic accepts');
+    const left = [...messages.keys()].filter((i) => this.tooLarge.has(messages[i]!.key));
+    if (left.length) {
+      throw new MessageTooLargeError(
+        left,
+        left.map((i) => messages[i]!.key),
+        'larger than the topic accepts',
+      );
     }
   }
 }
