@@ -1,3 +1,5 @@
+import { isAscii } from '../text/tokenize';
+
 /**
  * How much of a text is written in a CJK script versus a Latin (or other alphabetic) one, for routing a query to
  * the embedding model of its language. Each CJK character counts as one unit (a Chinese word is 1–3 of them, and
@@ -10,14 +12,13 @@ export function scriptWeights(text: string): { cjk: number; other: number } {
   // ASCII text (most English sources): no CJK unit, so the weights only depend on whether it has a letter — the same
   // result without the two Unicode-property scans (≈ 50 µs for a 4 KB parent text, ≈ 5 µs this way; the query path
   // asks this of every result text, languageShare).
-  if (ASCII_ONLY.test(text)) return ASCII_LETTER.test(text) ? { cjk: 0, other: 1 } : { cjk: 0.5, other: 0.5 };
+  if (isAscii(text)) return ASCII_LETTER.test(text) ? { cjk: 0, other: 1 } : { cjk: 0.5, other: 0.5 };
   const cjk = text.match(CJK)?.length ?? 0;
   const other = text.replace(CJK, ' ').match(WORD)?.length ?? 0;
   if (cjk + other === 0) return { cjk: 0.5, other: 0.5 };
   return { cjk: cjk / (cjk + other), other: other / (cjk + other) };
 }
 
-const ASCII_ONLY = /^[\x00-\x7f]*$/;
 const ASCII_LETTER = /[A-Za-z]/;
 // Han (incl. extension A and compatibility ideographs), kana, Hangul.
 const CJK = /[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]/gu;
