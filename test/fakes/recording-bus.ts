@@ -7,6 +7,8 @@ import { MessageTooLargeError, type Bus, type OutgoingMessage } from '@rag/ports
  */
 export class RecordingBus implements Bus {
   readonly published: { topic: Topic; key: string; value: SourceEvent }[] = [];
+  /** The JSON bytes of each publish call's values (the call's share of a relay's claim). */
+  readonly callBytes: number[] = [];
   /** Like a Kafka topic's max.message.bytes as KafkaBus applies it: larger values are left out, the rest published. */
   maxValueBytes = Infinity;
   constructor(public failNext = 0) {}
@@ -16,6 +18,7 @@ export class RecordingBus implements Bus {
       throw new Error('bus unavailable (the process died before publishing)');
     }
     const tooLarge: number[] = [];
+    this.callBytes.push(messages.reduce((n, m) => n + Buffer.byteLength(JSON.stringify(m.value)), 0));
     for (const [i, m] of messages.entries()) {
       if (Buffer.byteLength(JSON.stringify(m.value)) > this.maxValueBytes) tooLarge.push(i);
       else this.published.push({ topic, key: m.key, value: m.value as SourceEvent });

@@ -169,6 +169,23 @@ describe('DocumentService', () => {
     expect(bus.published.map((m) => m.key)).toEqual(['small-1', 'small-2', 'small-3']);
   });
 
+  it('claims the outbox by bytes: a backlog of large uploads goes out a budget at a time, all of it, in order', async () => {
+    await docs.stopRelay();
+    docs = new DocumentService(registry, bus, 1024 * 1024, { relayIntervalMs: 60_000, relayClaimBytes: 20_000 });
+    bus.failNext = Infinity; // a bus outage: every change waits in the outbox
+    const ids = Array.from({ length: 12 }, (_, i) => `up-${i}`);
+    for (const [i, id] of ids.entries()) await docs.submit({ id, text: `${i} ${'z'.repeat(i === 5 ? 50_000 : 6_000)}` }, 'default');
+    expect(bus.published).toEqual([]);
+    bus.failNext = 0;
+    bus.callBytes.length = 0;
+    await docs.relay();
+    expect(bus.published.map((m) => m.key)).toEqual(ids);
+    // ≈ 8 KB a source event: two or three per claim; the 67 KB one (its text base64) alone
+    expect(Math.max(...bus.callBytes.filter((b) => b < 60_000))).toBeLessThanOrEqual(20_000);
+    expect(bus.callBytes.filter((b) => b > 20_000)).toHaveLength(1);
+    expect(bus.callBytes.length).toBeGreaterThanOrEqual(5);
+  });
+
   it('fails only the too-large version when two versions of one document go out together', async () => {
     bus.maxValueBytes = 4096;
     bus.failNext = 1; // version 1's own relay fails: both versions wait in the outbox, one relay group

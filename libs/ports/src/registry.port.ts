@@ -79,6 +79,11 @@ export type StatusUpdate =
   | { status: 'unchanged'; documentId: string; version: number }
   | { status: 'deleted'; documentId: string; version: number };
 
+/** `claimOutbox`'s byte budget as a number for SQL: no budget (absent, 0, negative or not finite) claims by count alone. */
+export function outboxClaimBudget(maxBytes?: number): number {
+  return maxBytes !== undefined && Number.isFinite(maxBytes) && maxBytes > 0 ? Math.floor(maxBytes) : Number.MAX_SAFE_INTEGER;
+}
+
 export interface Registry {
   get(documentId: string): Promise<DocumentRecord | null>;
   /** Documents, most recently updated first (`updated_at` DESC, `seq` DESC). */
@@ -97,9 +102,12 @@ export interface Registry {
   acceptMany?(items: { change: AcceptChange; message?: (record: DocumentRecord) => OutboxMessage }[]): Promise<DocumentRecord[]>;
   /**
    * Claims up to `limit` outbox messages, oldest first, that no relay holds (or whose claim is older than `leaseMs`):
-   * at-least-once delivery, so a relay that died holding a claim does not strand its messages.
+   * at-least-once delivery, so a relay that died holding a claim does not strand its messages. With `maxBytes`, the
+   * claim stops before the message that would take the claimed values (their stored JSON, in UTF-8 bytes) past it — the
+   * first claimable message is always taken, however large — so a relay holds a bounded amount of upload content at once
+   * (a backlog of 25 MB uploads after a bus outage must not be claimed a hundred at a time).
    */
-  claimOutbox(limit: number, leaseMs: number): Promise<OutboxEntry[]>;
+  claimOutbox(limit: number, leaseMs: number, maxBytes?: number): Promise<OutboxEntry[]>;
   /** Removes published messages from the outbox. */
   completeOutbox(ids: number[]): Promise<void>;
   /** Gives claimed messages back (their publish failed): the next claim takes them again. */

@@ -136,6 +136,17 @@ export const MIGRATIONS: readonly Migration[] = [
       DROP INDEX documents_status;
     `,
   },
+  {
+    version: 4,
+    name: 'outbox value sizes',
+    // A relay claims by bytes (claimOutbox's maxBytes: a backlog of 25 MB uploads is not claimed a hundred at a time);
+    // the sizes are summed over this column, so the values it leaves are not read. The pending messages are measured
+    // once (the outbox holds only what is not yet published).
+    sql: `
+      ALTER TABLE outbox ADD COLUMN bytes bigint NOT NULL DEFAULT 0;
+      UPDATE outbox SET bytes = octet_length(value);
+    `,
+  },
 ];
 
 export class SchemaTooNewError extends Error {

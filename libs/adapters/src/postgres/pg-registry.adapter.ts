@@ -1,6 +1,6 @@
 import type { DocumentStatus, Metadata } from '@rag/contracts';
 import { AppError, Logger } from '@rag/platform';
-import type { AcceptChange, DocumentRecord, ListOptions, OutboxEntry, OutboxMessage, Registry, StatusUpdate } from '@rag/ports';
+import { outboxClaimBudget, type AcceptChange, type DocumentRecord, type ListOptions, type OutboxEntry, type OutboxMessage, type Registry, type StatusUpdate } from '@rag/ports';
 import { PgDatabase, pgText, type PgDatabaseOptions } from './pg-database';
 import type { PoolClient } from 'pg';
 
@@ -146,7 +146,8 @@ export class PgRegistry implements Registry {
       if (message) {
         // Built from the to-be-committed record (its new version); a throw here rolls the change back too.
         const m = message(toRecord(out));
-        await c.query('INSERT INTO outbox (topic, key, value, created_at) VALUES ($1, $2, $3, $4)', [m.topic, m.key, JSON.stringify(m.value), now]);
+        const value = JSON.stringify(m.value);
+        await c.query('INSERT INTO outbox (topic, key, value, bytes, created_at) VALUES ($1, $2, $3, $4, $5)', [m.topic, m.key, value, Buffer.byteLength(value), now]);
       }
       return out;
     });
@@ -218,10 +219,12 @@ export class PgRegistry implements Registry {
         if (item.message) messages.push(item.message(toRecord(out[i]!)));
       });
       if (messages.length) {
+        const values = messages.map((m) => JSON.stringify(m.value));
         await c.query(
-          `INSERT INTO outbox (topic, key, value, created_at)
-           SELECT u.topic, u.key, u.value, $4 FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS u(topic, key, value, n) ORDER BY u.n`,
-          [messages.map((m) => m.topic), messages.map((m) => m.key), messages.map((m) => JSON.stringify(m.value)), now],
+          `INSERT INTO outbox (topic, key, value, bytes, created_at)
+           SELECT u.topic, u.key, u.value, u.bytes, $5
+           FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[]) WITH ORDINALITY AS u(topic, key, value, bytes, n) ORDER BY u.n`,
+          [messages.map((m) => m.topic), messages.map((m) => m.key), values, values.map((v) => Buffer.byteLength(v)), now],
         );
       }
       return out;
@@ -229,13 +232,20 @@ export class PgRegistry implements Registry {
     return rows.map(toRecord);
   }
 
-  async claimOutbox(limit: number, leaseMs: number): Promise<OutboxEntry[]> {
+  async claimOutbox(limit: number, leaseMs: number, maxBytes?: number): Promise<OutboxEntry[]> {
     this.assertOpen();
+    // The oldest `limit` claimable rows, locked (another relay skips them), cut before the one whose value would take
+    // the running total past the byte budget (the first always stays); the rows cut are unlocked when the statement ends.
     const { rows } = await this.db.query<{ id: number; topic: string; key: string; value: string; attempts: number }>(
       `UPDATE outbox SET claimed_until = ${NOW_MS} + $2, attempts = attempts + 1
-       WHERE id IN (SELECT id FROM outbox WHERE claimed_until <= ${NOW_MS} ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED)
+       WHERE id IN (
+         SELECT id FROM (
+           SELECT id, sum(bytes) OVER (ORDER BY id) AS upto, row_number() OVER (ORDER BY id) AS n
+           FROM (SELECT id, bytes FROM outbox WHERE claimed_until <= ${NOW_MS} ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED) c
+         ) w
+         WHERE n = 1 OR upto <= $3)
        RETURNING id, topic, key, value, attempts - 1 AS attempts`,
-      [Math.max(1, Math.floor(limit)), Math.floor(leaseMs)],
+      [Math.max(1, Math.floor(limit)), Math.floor(leaseMs), outboxClaimBudget(maxBytes)],
     );
     return rows
       .sort((a, b) => a.id - b.id)

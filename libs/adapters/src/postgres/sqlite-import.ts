@@ -75,7 +75,11 @@ export async function importSqliteIntoPostgres(opts: PgDatabaseOptions & { dataD
 
       const outbox = rows(reg, 'outbox', 'SELECT * FROM outbox ORDER BY id');
       // Claims are released: the relays of the new deployment publish what the old one had not.
-      await insert('outbox', ['id', 'topic', 'key', 'value', 'created_at', 'claimed_until', 'attempts'], outbox.map((o) => [o.id, o.topic, o.key, o.value, o.created_at, 0, o.attempts]));
+      await insert(
+        'outbox',
+        ['id', 'topic', 'key', 'value', 'bytes', 'created_at', 'claimed_until', 'attempts'],
+        outbox.map((o) => [o.id, o.topic, o.key, o.value, Buffer.byteLength(String(o.value)), o.created_at, 0, o.attempts]),
+      );
       report.outbox = outbox.length;
 
       const traces = rows(reg, 'query_traces', 'SELECT trace_id, tenant, created_at FROM query_traces');

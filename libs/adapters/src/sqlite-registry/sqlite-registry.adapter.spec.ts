@@ -438,6 +438,20 @@ describe('SqliteRegistry', () => {
     expect(await r.recordFeedback('tr', 't1', 'up')).toBe(true);
   });
 
+  it('measures the pending outbox messages of a registry made before the size column, on open, and claims them by bytes', async () => {
+    const old = new Database(path.join(dir, 'registry.db'));
+    old.exec(`CREATE TABLE outbox (id INTEGER PRIMARY KEY AUTOINCREMENT, topic TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,
+                                   created_at TEXT NOT NULL, claimed_until INTEGER NOT NULL DEFAULT 0, attempts INTEGER NOT NULL DEFAULT 0)`);
+    const insert = old.prepare("INSERT INTO outbox (topic, key, value, created_at) VALUES (?, ?, ?, '2026-01-01T00:00:00.000Z')");
+    insert.run(Topic.SourceEvents, 'a', JSON.stringify('汉'.repeat(1000))); // 3,002 bytes
+    insert.run(Topic.SourceEvents, 'b', JSON.stringify('x'.repeat(98))); // 100 bytes
+    old.close();
+    const r = make();
+    await r.accept(upsert('c'), (rec) => ({ topic: Topic.SourceEvents, key: rec.document_id, value: 'x'.repeat(98) }));
+    expect((await r.claimOutbox(10, 60_000, 3050)).map((c) => c.key)).toEqual(['a']);
+    expect((await r.claimOutbox(10, 60_000, 3050)).map((c) => c.key)).toEqual(['b', 'c']);
+  });
+
   it('stores an outbox message in the same transaction as the change it announces', async () => {
     const r = make();
     const rec = await r.accept(upsert('d'), (record) => ({ topic: Topic.SourceEvents, key: record.document_id, value: { version: record.version } }));

@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import Database from 'better-sqlite3';
 import type { DocumentStatus, Metadata } from '@rag/contracts';
 import { AppError, Logger } from '@rag/platform';
-import type { AcceptChange, DocumentRecord, ListOptions, OutboxEntry, OutboxMessage, Registry, StatusUpdate } from '@rag/ports';
+import { outboxClaimBudget, type AcceptChange, type DocumentRecord, type ListOptions, type OutboxEntry, type OutboxMessage, type Registry, type StatusUpdate } from '@rag/ports';
 import { createTableOnce, openSqlite } from '../sqlite/open-sqlite';
 
 /**
@@ -132,8 +132,9 @@ export class SqliteRegistry implements Registry {
     countAll: Database.Statement<[], { status: DocumentStatus; n: number }>;
     countTenant: Database.Statement<[string], { status: DocumentStatus; n: number }>;
     feedback: Database.Statement<[string, string, string, string | null, string]>;
-    outboxInsert: Database.Statement<[string, string, string, string]>;
-    outboxClaimable: Database.Statement<[number, number], OutboxRow>;
+    outboxInsert: Database.Statement<[string, string, string, number, string]>;
+    outboxAny: Database.Statement<[number], { id: number }>;
+    outboxClaimable: Database.Statement<[number, number, number], OutboxRow>;
     outboxClaim: Database.Statement<[number, string]>;
     outboxComplete: Database.Statement<[string]>;
     outboxRelease: Database.Statement<[string]>;
@@ -208,7 +209,8 @@ export class SqliteRegistry implements Registry {
           value         TEXT NOT NULL,
           created_at    TEXT NOT NULL,
           claimed_until INTEGER NOT NULL DEFAULT 0,
-          attempts      INTEGER NOT NULL DEFAULT 0
+          attempts      INTEGER NOT NULL DEFAULT 0,
+          bytes         INTEGER NOT NULL DEFAULT 0
         );
         CREATE TABLE IF NOT EXISTS query_traces (
           trace_id   TEXT NOT NULL,
@@ -219,6 +221,12 @@ export class SqliteRegistry implements Registry {
         CREATE INDEX IF NOT EXISTS query_traces_created ON query_traces (created_at);
       `);
       this.addColumnIfMissing('feedback', 'tenant', 'TEXT');
+      // The size of each outbox value, so a relay claims by bytes (claimOutbox's maxBytes) without reading the values it
+      // leaves; a registry from before gets the column and its pending messages measured once (the outbox holds only
+      // what is not yet published).
+      if (this.addColumnIfMissing('outbox', 'bytes', 'INTEGER NOT NULL DEFAULT 0')) {
+        this.db.exec('UPDATE outbox SET bytes = length(CAST(value AS BLOB))');
+      }
       this.ensureStatusCounts();
       this.ensureChunkTotals();
       const touch = `updated_at = @now, seq = ${NEXT_SEQ}`;
@@ -254,8 +262,18 @@ export class SqliteRegistry implements Registry {
         countAll: this.db.prepare('SELECT status, SUM(n) AS n FROM document_counts GROUP BY status'),
         countTenant: this.db.prepare('SELECT status, n FROM document_counts WHERE tenant = ?'),
         feedback: this.db.prepare('INSERT INTO feedback (trace_id, tenant, rating, comment, created_at) VALUES (?, ?, ?, ?, ?)'),
-        outboxInsert: this.db.prepare('INSERT INTO outbox (topic, key, value, created_at) VALUES (?, ?, ?, ?)'),
-        outboxClaimable: this.db.prepare('SELECT id, topic, key, value, attempts FROM outbox WHERE claimed_until <= ? ORDER BY id LIMIT ?'),
+        outboxInsert: this.db.prepare('INSERT INTO outbox (topic, key, value, bytes, created_at) VALUES (?, ?, ?, ?, ?)'),
+        outboxAny: this.db.prepare('SELECT id FROM outbox WHERE claimed_until <= ? LIMIT 1'),
+        // The oldest `limit` claimable messages, cut before the one whose value would take the running total of bytes
+        // past the budget (the first always stays); the sizes are summed over the narrow (id, bytes) rows, and only the
+        // values claimed are read.
+        outboxClaimable: this.db.prepare(`
+          SELECT o.id, o.topic, o.key, o.value, o.attempts
+          FROM (SELECT id, SUM(bytes) OVER (ORDER BY id) AS upto, ROW_NUMBER() OVER (ORDER BY id) AS n
+                FROM (SELECT id, bytes FROM outbox WHERE claimed_until <= ? ORDER BY id LIMIT ?)) w
+          JOIN outbox o ON o.id = w.id
+          WHERE w.n = 1 OR w.upto <= ?
+          ORDER BY o.id`),
         outboxClaim: this.db.prepare('UPDATE outbox SET claimed_until = ?, attempts = attempts + 1 WHERE id IN (SELECT value FROM json_each(?))'),
         outboxComplete: this.db.prepare('DELETE FROM outbox WHERE id IN (SELECT value FROM json_each(?))'),
         outboxRelease: this.db.prepare('UPDATE outbox SET claimed_until = 0 WHERE id IN (SELECT value FROM json_each(?))'),
@@ -362,16 +380,20 @@ export class SqliteRegistry implements Registry {
     if (message) {
       // Built from the committed-to-be record (its new version); a throw here rolls the change back too.
       const m = message(toRecord(row));
-      this.stmt.outboxInsert.run(m.topic, m.key, JSON.stringify(m.value), now);
+      const value = JSON.stringify(m.value);
+      this.stmt.outboxInsert.run(m.topic, m.key, value, Buffer.byteLength(value), now);
     }
     return row;
   }
 
-  async claimOutbox(limit: number, leaseMs: number): Promise<OutboxEntry[]> {
+  async claimOutbox(limit: number, leaseMs: number, maxBytes?: number): Promise<OutboxEntry[]> {
     this.assertOpen();
     const now = Date.now();
+    // Nothing to claim (the relay's last claim of a round, and most rounds of an idle gateway): one read, without taking
+    // the write lock that the claim below needs.
+    if (this.stmt.outboxAny.get(now) === undefined) return [];
     const claim = this.db.transaction((): OutboxRow[] => {
-      const rows = this.stmt.outboxClaimable.all(now, Math.max(1, Math.floor(limit)));
+      const rows = this.stmt.outboxClaimable.all(now, Math.max(1, Math.floor(limit)), outboxClaimBudget(maxBytes));
       if (rows.length) this.stmt.outboxClaim.run(now + Math.max(0, leaseMs), JSON.stringify(rows.map((r) => r.id)));
       return rows;
     });
@@ -573,13 +595,16 @@ export class SqliteRegistry implements Registry {
   }
 
   /** Schema upgrade of a registry created by an older version (several processes may race to it). */
-  private addColumnIfMissing(table: string, column: string, type: string): void {
+  /** Adds the column to a table made before it; true when this call added it (false: it was there, or another process added it first). */
+  private addColumnIfMissing(table: string, column: string, type: string): boolean {
     const has = () => (this.db.pragma(`table_info(${table})`) as { name: string }[]).some((c) => c.name === column);
-    if (has()) return;
+    if (has()) return false;
     try {
       this.db.exec(`ALTER TABLE ${table} ADD COLUMN ${column} ${type}`);
+      return true;
     } catch (e) {
       if (!has()) throw e;
+      return false;
     }
   }
 

@@ -50,10 +50,18 @@ export interface DocumentServiceOptions {
   relayIntervalMs?: number;
   /** How long a relay's claim on outbox messages holds before another relay may take them, ms (default 60 s). */
   relayLeaseMs?: number;
+  /**
+   * The most bytes of outbox values (stored JSON) one relay round claims at once, besides {@link RELAY_BATCH} messages;
+   * a larger message is claimed alone (default 32 MiB; 0: by count only). Uploads travel inline in their source events
+   * (base64, ≈ 34 MB for a 25 MB upload): claimed a hundred at a time, a backlog of them after a bus outage held ≈ 3.4 GB
+   * of strings, parsed values and send buffers in the gateway at once.
+   */
+  relayClaimBytes?: number;
 }
 
-/** Outbox messages claimed per round of the relay. */
+/** Outbox messages claimed per round of the relay (at most; see `relayClaimBytes`). */
 const RELAY_BATCH = 100;
+const DEFAULT_RELAY_CLAIM_BYTES = 32 * 1024 * 1024;
 
 /**
  * Accepts documents at the edge (gateway, CLI): validates, detects the type, reserves a version in the registry
@@ -74,6 +82,7 @@ export class DocumentService {
   private readonly log = new Logger('documents');
   private readonly relayIntervalMs: number;
   private readonly relayLeaseMs: number;
+  private readonly relayClaimBytes: number;
   private relayChain: Promise<void> = Promise.resolve();
   private relayQueued: Promise<void> | null = null;
   private relayTimer: ReturnType<typeof setInterval> | null = null;
@@ -86,6 +95,7 @@ export class DocumentService {
   ) {
     this.relayIntervalMs = opts.relayIntervalMs ?? 2000;
     this.relayLeaseMs = opts.relayLeaseMs ?? 60_000;
+    this.relayClaimBytes = opts.relayClaimBytes ?? DEFAULT_RELAY_CLAIM_BYTES;
   }
 
   /** Validates a JSON document body; errors are values with a clear message. */
@@ -326,7 +336,7 @@ export class DocumentService {
 
   private async relayRound(): Promise<void> {
     for (;;) {
-      const batch = await this.registry.claimOutbox(RELAY_BATCH, this.relayLeaseMs);
+      const batch = await this.registry.claimOutbox(RELAY_BATCH, this.relayLeaseMs, this.relayClaimBytes);
       if (batch.length === 0) return;
       let done = 0;
       try {
@@ -358,7 +368,8 @@ export class DocumentService {
         await this.registry.releaseOutbox(batch.slice(done).map((m) => m.id)).catch(() => undefined);
         throw e;
       }
-      if (batch.length < RELAY_BATCH) return;
+      // Claims until one comes back empty: a claim cut short by the byte budget returns fewer than RELAY_BATCH messages
+      // and leaves the rest behind (an empty claim is one read).
     }
   }
 

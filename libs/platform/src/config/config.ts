@@ -50,6 +50,12 @@ export const ConfigSchema = z.object({
   RAG_JWT_MAX_LIFETIME_S: int(86_400, 60, 366 * 86_400),
   RAG_MAX_BODY_BYTES: int(25 * 1024 * 1024, 1024),
   /**
+   * The most bytes of queued source events (uploads travel in them, base64) the gateway's outbox relay holds at once: a
+   * claim stops before the message that would pass it, a larger one is claimed alone; at most 100 messages either way.
+   * 0: by count only (a backlog of 25 MB uploads after a bus outage was claimed a hundred at a time, ≈ 3.4 GB).
+   */
+  RAG_OUTBOX_CLAIM_BYTES: int(32 * 1024 * 1024, 0),
+  /**
    * Shutdown: how long requests in flight (and requests arriving on already-open keep-alive connections) may take to
    * finish after SIGTERM before their connections are cut; the stores close only after. Below the pod's
    * terminationGracePeriodSeconds (helm/rag), which must also cover the gRPC drain.

@@ -72,7 +72,7 @@ export class GatewayModule {
         { provide: APP_GUARD, useClass: AuthGuard },
         {
           provide: DocumentService,
-          useFactory: (r: Registry, b: Bus, c: AppConfig) => new DocumentService(r, b, c.RAG_MAX_BODY_BYTES),
+          useFactory: (r: Registry, b: Bus, c: AppConfig) => new DocumentService(r, b, c.RAG_MAX_BODY_BYTES, { relayClaimBytes: c.RAG_OUTBOX_CLAIM_BYTES }),
           inject: [REGISTRY, BUS, CONFIG],
         },
         {

@@ -256,6 +256,29 @@ export function registryContract(h: RegistryHarness): void {
     expect((await r.claimOutbox(10, 60_000)).map((c) => c.value)).toEqual([1, 2]);
   });
 
+  it('claims the outbox by bytes when asked: oldest first, stopping before the message past the budget, the first always', async () => {
+    const r = await h.open();
+    // A JSON string value of n characters is stored as n + 2 bytes.
+    const sized = (value: string) => (rec: { document_id: string }) => ({ topic: Topic.SourceEvents, key: rec.document_id, value });
+    const keys = (claimed: { key: string }[]) => claimed.map((c) => c.key);
+    await r.accept(upsert('a'), sized('x'.repeat(998)));
+    await r.accept(upsert('b'), sized('x'.repeat(998)));
+    await r.accept(upsert('c'), sized('x'.repeat(4998)));
+    await r.accept(upsert('d'), sized('x'.repeat(8)));
+    expect(keys(await r.claimOutbox(10, 60_000, 2500))).toEqual(['a', 'b']); // 2,000 bytes; with c's 5,000 past 2,500
+    expect(keys(await r.claimOutbox(10, 60_000, 2500))).toEqual(['c']); // larger than the budget alone: claimed by itself
+    expect(keys(await r.claimOutbox(10, 60_000, 2500))).toEqual(['d']);
+    // UTF-8 bytes, not characters: 500 Han characters are 1,502 bytes (502 characters)
+    await r.accept(upsert('e'), sized('汉'.repeat(500)));
+    await r.accept(upsert('f'), sized('x'.repeat(98)));
+    await r.accept(upsert('g'), sized('x'.repeat(98)));
+    expect(keys(await r.claimOutbox(10, 60_000, 1550))).toEqual(['e']);
+    // the count still caps a claim within the budget; no budget (absent or 0) claims by count alone
+    expect(keys(await r.claimOutbox(1, 60_000, 1_000_000))).toEqual(['f']);
+    await r.accept(upsert('h'), sized('x'.repeat(4998)));
+    expect(keys(await r.claimOutbox(10, 60_000, 0))).toEqual(['g', 'h']);
+  });
+
   it('acceptMany (bulk ingestion): new and existing ids and repeats in order, one transaction with the outbox in item order', async () => {
     const r = await h.open();
     if (!r.acceptMany) throw new Error('the registry lacks acceptMany');
