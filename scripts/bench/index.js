@@ -13,6 +13,7 @@
 //   keyword-churn  embedded keyword search latency while another connection commits: term cache follows / clears / off
 //   llm     the in-process GGUF model (RAG_LLM=local): time to first token, decode and prompt tokens/s, queued pairs
 //   registry  registry write latency per call and docs/s, SQLite vs PostgreSQL (the adapters of the services)
+//   outbox  peak memory of the gateway's outbox relay over a backlog of large uploads, by claim budget (RAG_OUTBOX_CLAIM_BYTES)
 //   replicas  bench ingest and bench load against the distributed platform with 1 and 2 replicas per service
 //   milvus-scale  Milvus HNSW / IVF_SQ8 through the platform's adapter at 100k/1M vectors: recall@10, P99 at 50 searches/s, memory per vector
 //   scale   synthetic corpus ingested in steps to 10k/100k(/1M) chunks: docs/s, bytes written/doc, data/chunk, RSS, retrieve/query P50-P99
@@ -33,6 +34,7 @@ const BENCHES = {
   'milvus-scale': () => require('./milvus-scale'),
   llm: () => require('./llm'),
   registry: () => require('./registry'),
+  outbox: () => require('./outbox'),
   replicas: () => require('./replicas'),
 };
 

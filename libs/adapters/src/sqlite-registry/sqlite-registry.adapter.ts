@@ -227,6 +227,9 @@ export class SqliteRegistry implements Registry {
       if (this.addColumnIfMissing('outbox', 'bytes', 'INTEGER NOT NULL DEFAULT 0')) {
         this.db.exec('UPDATE outbox SET bytes = length(CAST(value AS BLOB))');
       }
+      // The claim reads (id, claimed_until, bytes) from this index in id order and stops at its limit. From the table
+      // it had to walk each row's overflow pages: those columns are stored after the value, an upload of megabytes.
+      this.db.exec('CREATE INDEX IF NOT EXISTS outbox_claim ON outbox (id, claimed_until, bytes)');
       this.ensureStatusCounts();
       this.ensureChunkTotals();
       const touch = `updated_at = @now, seq = ${NEXT_SEQ}`;
