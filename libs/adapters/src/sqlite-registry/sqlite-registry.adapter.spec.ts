@@ -452,6 +452,22 @@ describe('SqliteRegistry', () => {
     expect((await r.claimOutbox(10, 60_000, 3050)).map((c) => c.key)).toEqual(['b', 'c']);
   });
 
+  it('finds the outbox messages to claim in the covering index, reading from the table only the values it claims', async () => {
+    const r = make();
+    await r.accept(upsert('a'), (rec) => ({ topic: Topic.SourceEvents, key: rec.document_id, value: 'x' }));
+    const sql = (r as unknown as { stmt: { outboxClaimable: Database.Statement } }).stmt.outboxClaimable.source;
+    const db = new Database(path.join(dir, 'registry.db'), { readonly: true });
+    try {
+      const plan = (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(0, 100, 1000) as { detail: string }[]).map((p) => p.detail);
+      expect(plan).toContainEqual('SCAN outbox USING COVERING INDEX outbox_claim');
+      // the one other use of the table: the claimed rows, one primary-key lookup each (no scan of the outbox)
+      expect(plan).toContainEqual('SEARCH o USING INTEGER PRIMARY KEY (rowid=?)');
+      expect(plan.filter((d) => /^SCAN (o|outbox)\b/.test(d))).toEqual(['SCAN outbox USING COVERING INDEX outbox_claim']);
+    } finally {
+      db.close();
+    }
+  });
+
   it('stores an outbox message in the same transaction as the change it announces', async () => {
     const r = make();
     const rec = await r.accept(upsert('d'), (record) => ({ topic: Topic.SourceEvents, key: record.document_id, value: { version: record.version } }));

@@ -274,7 +274,7 @@ export class SqliteRegistry implements Registry {
           SELECT o.id, o.topic, o.key, o.value, o.attempts
           FROM (SELECT id, SUM(bytes) OVER (ORDER BY id) AS upto, ROW_NUMBER() OVER (ORDER BY id) AS n
                 FROM (SELECT id, bytes FROM outbox WHERE claimed_until <= ? ORDER BY id LIMIT ?)) w
-          JOIN outbox o ON o.id = w.id
+          CROSS JOIN outbox o ON o.id = w.id -- CROSS: w is the outer loop (SQLite keeps the order), each row one lookup
           WHERE w.n = 1 OR w.upto <= ?
           ORDER BY o.id`),
         outboxClaim: this.db.prepare('UPDATE outbox SET claimed_until = ?, attempts = attempts + 1 WHERE id IN (SELECT value FROM json_each(?))'),
