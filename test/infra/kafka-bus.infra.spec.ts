@@ -122,6 +122,89 @@ describe('KafkaBus on a real broker', () => {
     expect(seen).toEqual(['a', 'c', 'd']);
   });
 
+  it('dead-letters a message too large for an older 1 MiB DLQ topic without its value, keeps its version, and moves on', async () => {
+    const prefix = newPrefix();
+    // A DLQ made before the topics got their size (Kafka's 1 MiB); the other topics the bus makes, at 8 MiB.
+    await admin.createTopics({ waitForLeaders: true, topics: [{ topic: prefix + Topic.Dlq, numPartitions: 1, configEntries: [{ name: 'max.message.bytes', value: String(1024 * 1024) }] }] });
+    const bus = open(prefix, { partitions: 1, maxMessageBytes: 8 * 1024 * 1024 });
+    const handled: string[] = [];
+    const dead: BusMessage[] = [];
+    await bus.subscribe({
+      group: `it-${run}-loader-big`,
+      topic: Topic.SourceEvents,
+      stage: 'loader',
+      handler: async (m) => {
+        if (m.key === 'corrupt') throw new NonRetryableError('the PDF could not be parsed');
+        handled.push(m.key);
+      },
+    });
+    await bus.subscribe({ group: `it-${run}-dlq-big`, topic: Topic.Dlq, stage: 'dlq-reader', handler: async (m) => void dead.push(m) });
+    await bus.start();
+    await bus.publish(Topic.SourceEvents, [
+      { key: 'corrupt', value: { version: 7, content_base64: 'A'.repeat(1_500_000) } },
+      { key: 'next', value: { version: 1 } },
+    ]);
+    await bus.drain(60_000);
+    // Before: the DLQ refused the 1.5 MB record, the batch failed and came back, and 'next' was never handled.
+    expect(handled).toEqual(['next']);
+    expect(dead).toHaveLength(1);
+    expect(dead[0]!.key).toBe('corrupt');
+    expect(dead[0]!.value).toEqual({ version: 7 });
+    expect(dead[0]!.headers).toMatchObject({
+      [DLQ_HEADERS.reason]: 'the PDF could not be parsed',
+      [DLQ_HEADERS.stage]: 'loader',
+      [DLQ_HEADERS.originalTopic]: Topic.SourceEvents,
+      [DLQ_HEADERS.originalPartition]: '0',
+      [DLQ_HEADERS.originalOffset]: '0',
+      [DLQ_HEADERS.valueOmitted]: expect.stringMatching(/^15\d{5} bytes, larger than .*rag\.dlq\.v1 accepts \(max\.message\.bytes 1048576\); the original stays at rag\.source\.events\.v1 partition 0 offset 0/),
+    });
+  });
+
+  it('dead-letters without the value when the broker refuses the record as too large (the DLQ limit lowered after start)', async () => {
+    const prefix = newPrefix();
+    const bus = open(prefix, { partitions: 1, maxMessageBytes: 8 * 1024 * 1024 });
+    const handled: string[] = [];
+    const dead: BusMessage[] = [];
+    await bus.subscribe({
+      group: `it-${run}-loader-lowered`,
+      topic: Topic.SourceEvents,
+      stage: 'loader',
+      handler: async (m) => {
+        if (m.key === 'corrupt') throw new NonRetryableError('unreadable');
+        handled.push(m.key);
+      },
+    });
+    await bus.subscribe({ group: `it-${run}-dlq-lowered`, topic: Topic.Dlq, stage: 'dlq-reader', handler: async (m) => void dead.push(m) });
+    await bus.start();
+    await admin.alterConfigs({ validateOnly: false, resources: [{ type: 2, name: prefix + Topic.Dlq, configEntries: [{ name: 'max.message.bytes', value: String(1024 * 1024) }] }] });
+    await bus.publish(Topic.SourceEvents, [
+      { key: 'corrupt', value: { document: { version: 3 }, pad: 'B'.repeat(1_500_000) } },
+      { key: 'next', value: { version: 1 } },
+    ]);
+    await bus.drain(60_000);
+    expect(handled).toEqual(['next']);
+    expect(dead.map((d) => [d.key, d.value])).toEqual([['corrupt', { version: 3 }]]);
+    expect(dead[0]!.headers[DLQ_HEADERS.valueOmitted]).toMatch(/^15\d{5} bytes, larger than .*rag\.dlq\.v1 accepts; the original stays at rag\.source\.events\.v1 partition 0 offset 0/);
+  });
+
+  it('creates the DLQ with room for a dead-lettered message of the largest size and its headers', async () => {
+    const prefix = newPrefix();
+    const bus = open(prefix, { partitions: 1, maxMessageBytes: 2 * 1024 * 1024 });
+    const dead: BusMessage[] = [];
+    await bus.subscribe({ group: `it-${run}-loader-max`, topic: Topic.SourceEvents, stage: 'loader', handler: async () => { throw new NonRetryableError('x'.repeat(5000)); } });
+    await bus.subscribe({ group: `it-${run}-dlq-max`, topic: Topic.Dlq, stage: 'dlq-reader', handler: async (m) => void dead.push(m) });
+    await bus.start();
+    const described = await admin.describeConfigs({ includeSynonyms: false, resources: [{ type: 2, name: prefix + Topic.Dlq, configNames: ['max.message.bytes'] }] });
+    expect(described.resources[0]!.configEntries.find((c) => c.configName === 'max.message.bytes')?.configValue).toBe(String(3 * 1024 * 1024));
+    // just under the source topic's limit: dead-lettered whole, with its headers
+    const pad = 'p'.repeat(2 * 1024 * 1024 - 2_000);
+    await bus.publish(Topic.SourceEvents, [{ key: 'at-limit', value: { version: 2, pad } }]);
+    await bus.drain(60_000);
+    expect(dead).toHaveLength(1);
+    expect(dead[0]!.value).toEqual({ version: 2, pad });
+    expect(dead[0]!.headers[DLQ_HEADERS.valueOmitted]).toBeUndefined();
+  });
+
   it('keeps per-key order across partitions, one message at a time per partition, for every group', async () => {
     const prefix = newPrefix();
     const bus = open(prefix);

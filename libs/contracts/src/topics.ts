@@ -16,4 +16,13 @@ export const DLQ_HEADERS = {
   stage: 'x-rag-dlq-stage',
   originalTopic: 'x-rag-dlq-original-topic',
   attempts: 'x-rag-dlq-attempts',
+  /** Where the message was on its topic (partition, offset): replay or inspect it from there while retention keeps it. */
+  originalPartition: 'x-rag-dlq-original-partition',
+  originalOffset: 'x-rag-dlq-original-offset',
+  /**
+   * Set when the original value was too large for the dead-letter topic: the value is then a stand-in that carries only
+   * the document's `version` (so its status still becomes `failed`), and this header says how large the original was
+   * and where it stays.
+   */
+  valueOmitted: 'x-rag-dlq-value-omitted',
 } as const;

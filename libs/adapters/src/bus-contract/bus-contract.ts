@@ -156,6 +156,9 @@ export function busContract(name: string, target: BusContractTarget): void {
         [DLQ_HEADERS.reason]: 'cannot chunk 1',
         [DLQ_HEADERS.stage]: 'chunker',
         [DLQ_HEADERS.originalTopic]: Topic.Documents,
+        // where it was, to replay or inspect it from there
+        [DLQ_HEADERS.originalPartition]: expect.stringMatching(/^\d+$/),
+        [DLQ_HEADERS.originalOffset]: expect.stringMatching(/^\d+$/),
         [DLQ_HEADERS.attempts]: '3',
       });
     });

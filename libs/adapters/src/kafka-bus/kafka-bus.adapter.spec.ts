@@ -156,6 +156,8 @@ describe('KafkaBus (over an in-memory kafkajs stand-in): what is Kafka-specific'
       [DLQ_HEADERS.reason]: 'boom',
       [DLQ_HEADERS.stage]: 'chunker',
       [DLQ_HEADERS.originalTopic]: Topic.Documents,
+      [DLQ_HEADERS.originalPartition]: expect.stringMatching(/^[0-3]$/),
+      [DLQ_HEADERS.originalOffset]: '0',
       [DLQ_HEADERS.attempts]: '3',
     });
     await bus.close();

@@ -10,12 +10,12 @@ import {
   type ProducerConfig,
   type RetryOptions,
 } from 'kafkajs';
-import { ALL_TOPICS, Topic } from '@rag/contracts';
+import { ALL_TOPICS, DLQ_HEADERS, Topic } from '@rag/contracts';
 import { failSpan, injectTraceContext, Logger, metrics, SpanKind, startSpan, tracingHandle, withTracingSuppressed, type Context, type Span } from '@rag/platform';
 import { MessageTooLargeError, type MessageBroker, type OutgoingMessage, type SubscribeOptions } from '@rag/ports';
 import type { BusRetryPolicy } from '../bus-delivery/deliver-with-retries';
 import { partitionLag } from './delivery';
-import { KafkaTransport, type KafkaConsumerLike } from './kafka.transport';
+import { KafkaTransport, type KafkaConsumerLike, type KafkaTransportHost } from './kafka.transport';
 
 export type { KafkaConsumerLike } from './kafka.transport';
 
@@ -74,6 +74,54 @@ export interface KafkaBusOptions {
 export const DEFAULT_MAX_MESSAGE_BYTES = 32 * 1024 * 1024;
 /** A record batch's header (61 bytes) and a margin for the PRODUCER span's traceparent header added at send. */
 const BATCH_OVERHEAD_BYTES = 61 + 128;
+/**
+ * What the dead-letter topic takes beyond the other topics' `max.message.bytes`: a message dead-lettered as it was
+ * (up to that limit) plus the DLQ headers (a reason of up to 2,000 characters, stage, topic, partition, offset).
+ */
+const DLQ_HEADROOM_BYTES = 1024 * 1024;
+
+type DeadLetterRecord = Parameters<KafkaTransportHost['sendDeadLetter']>[0];
+
+function deadLetterBytes(r: DeadLetterRecord): number {
+  let n = 24 + (r.key?.byteLength ?? 0) + (r.value?.byteLength ?? 0);
+  for (const [k, v] of Object.entries(r.headers)) {
+    for (const x of Array.isArray(v) ? v : v === undefined ? [] : [v]) n += 10 + Buffer.byteLength(k) + (typeof x === 'string' ? Buffer.byteLength(x) : x.byteLength);
+  }
+  return n;
+}
+
+/** The broker refused a record batch over `max.message.bytes` (kafkajs wraps the protocol error in retry errors). */
+function isMessageTooLarge(e: unknown, depth = 0): boolean {
+  if (typeof e !== 'object' || e === null || depth > 4) return false;
+  const x = e as { type?: unknown; cause?: unknown; originalError?: unknown; errors?: unknown };
+  if (x.type === 'MESSAGE_TOO_LARGE') return true;
+  return [x.cause, x.originalError, ...(Array.isArray(x.errors) ? x.errors : [])].some((c) => isMessageTooLarge(c, depth + 1));
+}
+
+/**
+ * The dead-letter record for a message too large for the DLQ topic: the headers, and in place of the value the
+ * document's version (read from the original, so the dead-letter projection still marks that version failed).
+ */
+function standInDeadLetter(r: DeadLetterRecord, bytes: number, physical: string, limit?: number): DeadLetterRecord {
+  let version: number | undefined;
+  try {
+    const v = JSON.parse(r.value?.toString('utf8') ?? 'null') as { version?: unknown; document?: { version?: unknown } } | null;
+    const n = v?.version ?? v?.document?.version;
+    if (typeof n === 'number') version = n;
+  } catch {
+    /* not JSON: no version to carry */
+  }
+  const h = r.headers;
+  const where = `${String(h[DLQ_HEADERS.originalTopic])} partition ${String(h[DLQ_HEADERS.originalPartition])} offset ${String(h[DLQ_HEADERS.originalOffset])}`;
+  return {
+    key: r.key,
+    value: Buffer.from(JSON.stringify(version !== undefined ? { version } : {})),
+    headers: {
+      ...h,
+      [DLQ_HEADERS.valueOmitted]: `${bytes} bytes, larger than ${physical} accepts${limit !== undefined ? ` (max.message.bytes ${limit})` : ''}; the original stays at ${where} while that topic's retention keeps it`,
+    },
+  };
+}
 
 /** An upper bound of one record's bytes in a batch (v2 format: varint lengths, attributes, deltas, headers). */
 function recordBytes(r: { key: string; value: string; headers: Record<string, string> }): number {
@@ -162,10 +210,7 @@ export class KafkaBus implements MessageBroker {
         logicalTopic: (name) => this.logical.get(name),
         ensureTopics: () => this.ensureTopics(),
         consumer: (config: ConsumerConfig) => this.kafka.consumer(config),
-        sendDeadLetter: async (record) => {
-          const producer = await this.ensureProducer();
-          await producer.send({ topic: this.physical(Topic.Dlq), acks: -1, messages: [record] });
-        },
+        sendDeadLetter: (record) => this.sendDeadLetter(record),
       },
       {
         partitions: this.partitions,
@@ -247,10 +292,15 @@ export class KafkaBus implements MessageBroker {
             topic,
             numPartitions: this.partitions,
             replicationFactor: this.replicationFactor,
-            configEntries: [{ name: 'max.message.bytes', value: String(this.maxMessageBytes) }],
+            configEntries: [{ name: 'max.message.bytes', value: String(this.wantedMessageBytes(topic)) }],
           })),
         });
-        this.log.info(created ? 'topics created' : 'topics already exist', { topics: missing, partitions: this.partitions, max_message_bytes: this.maxMessageBytes });
+        this.log.info(created ? 'topics created' : 'topics already exist', {
+          topics: missing,
+          partitions: this.partitions,
+          max_message_bytes: this.maxMessageBytes,
+          dlq_max_message_bytes: this.wantedMessageBytes(this.physical(Topic.Dlq)),
+        });
       }
       await this.readTopicLimits(admin);
     })().catch((e: unknown) => {
@@ -280,20 +330,59 @@ export class KafkaBus implements MessageBroker {
     }
     for (const r of described.resources) {
       const value = Number(r.configEntries.find((c) => c.configName === 'max.message.bytes')?.configValue);
-      if (!Number.isFinite(value) || value <= 0 || value >= this.maxMessageBytes) continue;
+      const wanted = this.wantedMessageBytes(r.resourceName);
+      if (!Number.isFinite(value) || value <= 0 || value >= wanted) continue;
       this.topicLimits.set(r.resourceName, value);
-      this.log.warn('topic accepts smaller messages than RAG_KAFKA_MAX_MESSAGE_BYTES: larger uploads and documents will fail with a reason', {
-        topic: r.resourceName,
-        max_message_bytes: value,
-        wanted: this.maxMessageBytes,
-        fix: `kafka-configs.sh --bootstrap-server <broker> --alter --entity-type topics --entity-name ${r.resourceName} --add-config max.message.bytes=${this.maxMessageBytes}`,
-      });
+      const dlq = r.resourceName === this.physical(Topic.Dlq);
+      this.log.warn(
+        dlq
+          ? 'the dead-letter topic accepts smaller messages than the others: larger failed messages are dead-lettered without their value'
+          : 'topic accepts smaller messages than RAG_KAFKA_MAX_MESSAGE_BYTES: larger uploads and documents will fail with a reason',
+        {
+          topic: r.resourceName,
+          max_message_bytes: value,
+          wanted,
+          fix: `kafka-configs.sh --bootstrap-server <broker> --alter --entity-type topics --entity-name ${r.resourceName} --add-config max.message.bytes=${wanted}`,
+        },
+      );
     }
+  }
+
+  /** `max.message.bytes` this bus gives a topic it creates: the configured limit, and headroom for the DLQ's headers. */
+  private wantedMessageBytes(physical: string): number {
+    return physical === this.physical(Topic.Dlq) ? this.maxMessageBytes + DLQ_HEADROOM_BYTES : this.maxMessageBytes;
   }
 
   /** The largest record batch one send may put on `physical`. */
   private maxBatchBytes(physical: string): number {
-    return Math.min(this.maxMessageBytes, this.topicLimits.get(physical) ?? Infinity);
+    return Math.min(this.wantedMessageBytes(physical), this.topicLimits.get(physical) ?? Infinity);
+  }
+
+  /**
+   * Dead-letters one record as it was, or — when it is larger than the DLQ topic takes (a DLQ made before the topics
+   * got their size, or by an operator, keeps Kafka's 1 MiB) — a stand-in without the value ({@link standInDeadLetter}).
+   * A refused send used to fail the consumer's batch, which then redelivered, failed and dead-lettered the same message
+   * again: the partition never moved on.
+   */
+  private async sendDeadLetter(record: DeadLetterRecord): Promise<void> {
+    const producer = await this.ensureProducer();
+    const physical = this.physical(Topic.Dlq);
+    const limit = this.maxBatchBytes(physical);
+    const bytes = deadLetterBytes(record);
+    const send = (r: DeadLetterRecord) => producer.send({ topic: physical, acks: -1, messages: [r] });
+    if (bytes + BATCH_OVERHEAD_BYTES > limit) {
+      this.log.warn('dead-lettered message too large for the dead-letter topic: sent without its value', { key: record.key?.toString('utf8'), bytes, max_message_bytes: limit });
+      await send(standInDeadLetter(record, bytes, physical, limit));
+      return;
+    }
+    try {
+      await send(record);
+    } catch (e) {
+      // The broker's own limit is smaller than the one read at start (changed since, or not readable then).
+      if (!isMessageTooLarge(e)) throw e;
+      this.log.warn('the dead-letter topic refused a message as too large: sent without its value', { key: record.key?.toString('utf8'), bytes });
+      await send(standInDeadLetter(record, bytes, physical));
+    }
   }
 
   async publish(topic: Topic, messages: OutgoingMessage[]): Promise<void> {

@@ -288,6 +288,8 @@ export class KafkaTransport extends BusServer {
         [DLQ_HEADERS.reason]: outcome.reason.slice(0, 2000),
         [DLQ_HEADERS.stage]: sub.stage,
         [DLQ_HEADERS.originalTopic]: sub.topic,
+        [DLQ_HEADERS.originalPartition]: String(partition),
+        [DLQ_HEADERS.originalOffset]: m.offset,
         [DLQ_HEADERS.attempts]: String(outcome.attempts),
       },
     });

@@ -512,7 +512,7 @@ export class SqliteLogBus implements MessageBroker {
     const { headers, value, unreadable } = await this.decode(row);
     if (unreadable !== undefined) {
       // Someone removed the payload file: the message cannot be delivered; the partition must still move on.
-      await this.deadLetter(c, row.key, value, headers, unreadable, 0);
+      await this.deadLetter(c, partition, row, value, headers, unreadable, 0);
       return;
     }
     const outcome = await deliverWithRetries(
@@ -528,10 +528,11 @@ export class SqliteLogBus implements MessageBroker {
     if (outcome.kind === 'done') return;
     // Closing: neither commit nor dead-letter; the message is delivered again after a restart (at-least-once).
     if (outcome.kind === 'aborted') throw new Error('bus closing; message left for redelivery');
-    await this.deadLetter(c, row.key, value, headers, outcome.reason, outcome.attempts);
+    await this.deadLetter(c, partition, row, value, headers, outcome.reason, outcome.attempts);
   }
 
-  private async deadLetter(c: Consumer, key: string, value: unknown, headers: Headers, reason: string, attempts: number): Promise<void> {
+  private async deadLetter(c: Consumer, partition: number, row: Row, value: unknown, headers: Headers, reason: string, attempts: number): Promise<void> {
+    const key = row.key;
     this.log.error('message sent to the dead-letter topic', { stage: c.stage, topic: c.topic, key, error: reason });
     await this.publish(Topic.Dlq, [
       {
@@ -542,6 +543,8 @@ export class SqliteLogBus implements MessageBroker {
           [DLQ_HEADERS.reason]: reason.slice(0, 2000),
           [DLQ_HEADERS.stage]: c.stage,
           [DLQ_HEADERS.originalTopic]: c.topic,
+          [DLQ_HEADERS.originalPartition]: String(partition),
+          [DLQ_HEADERS.originalOffset]: String(row.offset),
           [DLQ_HEADERS.attempts]: String(attempts),
         },
       },
