@@ -157,8 +157,8 @@ describe.each(CASES)('helm chart with $name', ({ args, existingSecret, name }) =
       const preStopS = Number(command[1]);
       expect(preStopS).toBeGreaterThan(0);
       const cfg = loadConfig(containerEnv(objs, c, existingSecret));
-      const grpcDrainS = 5; // GrpcHealth.drain's grace (libs/services/src/grpc/grpc-server.ts)
-      expect(pod.terminationGracePeriodSeconds, d.metadata.name).toBeGreaterThan(preStopS + cfg.RAG_SHUTDOWN_GRACE_MS / 1000 + grpcDrainS);
+      // the HTTP drain, then (query-path services) the gRPC drain, one after the other
+      expect(pod.terminationGracePeriodSeconds, d.metadata.name).toBeGreaterThan(preStopS + cfg.RAG_SHUTDOWN_GRACE_MS / 1000 + cfg.RAG_GRPC_SHUTDOWN_GRACE_MS / 1000);
     }
   });
 

@@ -56,6 +56,13 @@ export const ConfigSchema = z.object({
    */
   RAG_OUTBOX_CLAIM_BYTES: int(32 * 1024 * 1024, 0),
   /**
+   * Shutdown of a query-path service (retriever, reranker, generator): after its gRPC health says NOT_SERVING, how long
+   * calls in flight may finish before they are cancelled. A generator answering with a hosted LLM may need longer than
+   * the default; the pod's terminationGracePeriodSeconds must cover it (after RAG_SHUTDOWN_GRACE_MS: the drains run
+   * one after the other).
+   */
+  RAG_GRPC_SHUTDOWN_GRACE_MS: int(5_000, 0, 600_000),
+  /**
    * Shutdown: how long requests in flight (and requests arriving on already-open keep-alive connections) may take to
    * finish after SIGTERM before their connections are cut; the stores close only after. Below the pod's
    * terminationGracePeriodSeconds (helm/rag), which must also cover the gRPC drain.

@@ -8,7 +8,7 @@ import { EmbedderGrpcController } from '../embedder/embedder.grpc.controller';
 import { GeneratorGrpcController } from '../generator/generator.grpc.controller';
 import { RerankerGrpcController } from '../reranker/reranker.grpc.controller';
 import { RetrieverGrpcController } from '../retriever/retriever.grpc.controller';
-import { GrpcHealth } from './grpc-server';
+import { GRPC_HEALTH_POLL_MS, GrpcHealth } from './grpc-server';
 import { grpcClientOptions, grpcQueryPathCalls } from './query-path.grpc.client';
 
 /** ClientsModule names of the four query-path clients. */
@@ -83,8 +83,9 @@ export class GrpcServerModule {
         {
           provide: GrpcHealth,
           // Follows the process's readiness where ReadinessModule is loaded (runStandalone's health endpoints).
-          useFactory: (readiness?: ReadinessService) => new GrpcHealth(RAG_GRPC_SERVICES[service], readiness ?? undefined),
-          inject: [{ token: ReadinessService, optional: true }],
+          useFactory: (config: AppConfig, readiness?: ReadinessService) =>
+            new GrpcHealth(RAG_GRPC_SERVICES[service], readiness ?? undefined, GRPC_HEALTH_POLL_MS, config.RAG_GRPC_SHUTDOWN_GRACE_MS),
+          inject: [CONFIG, { token: ReadinessService, optional: true }],
         },
       ],
       exports: [GrpcHealth],

@@ -15,6 +15,8 @@ export interface ReadinessSource {
 
 /** How often the gRPC health state re-reads readiness (each read is bounded by the readiness checks' own timeout). */
 export const GRPC_HEALTH_POLL_MS = 5_000;
+/** Default of RAG_GRPC_SHUTDOWN_GRACE_MS. */
+export const GRPC_DRAIN_GRACE_MS = 5_000;
 
 /**
  * grpc.health.v1 of one query-path server (the maintained grpc-health-check implementation: Check and Watch, for
@@ -36,6 +38,8 @@ export class GrpcHealth implements BeforeApplicationShutdown {
     readonly serviceName: string,
     private readonly readiness?: ReadinessSource,
     private readonly pollMs = GRPC_HEALTH_POLL_MS,
+    /** How long in-flight calls may finish on shutdown before they are cancelled (RAG_GRPC_SHUTDOWN_GRACE_MS). */
+    private readonly drainGraceMs = GRPC_DRAIN_GRACE_MS,
   ) {
     this.implementation = new HealthImplementation({ '': 'SERVING', [serviceName]: 'SERVING' });
   }
@@ -71,7 +75,7 @@ export class GrpcHealth implements BeforeApplicationShutdown {
   }
 
   /** Health → NOT_SERVING, then up to `graceMs` for in-flight calls before they are cancelled (before the stores close). */
-  drain(graceMs = 5_000): Promise<void> {
+  drain(graceMs = this.drainGraceMs): Promise<void> {
     clearInterval(this.poll);
     const server = this.server;
     if (!server) return Promise.resolve();

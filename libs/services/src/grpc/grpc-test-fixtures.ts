@@ -120,9 +120,13 @@ export interface TestGrpcServer {
 }
 
 /** A real Transport.GRPC microservice with the service's @GrpcMethod controller around `impl`, on a free loopback port. */
-export async function serveGrpc<S extends QueryPathService>(service: S, impl: Served[S], opts: { readiness?: ReadinessSource; pollMs?: number } = {}): Promise<TestGrpcServer> {
+export async function serveGrpc<S extends QueryPathService>(
+  service: S,
+  impl: Served[S],
+  opts: { readiness?: ReadinessSource; pollMs?: number; drainGraceMs?: number } = {},
+): Promise<TestGrpcServer> {
   const port = await freePort();
-  const health = new GrpcHealth(RAG_GRPC_SERVICES[service], opts.readiness, opts.pollMs);
+  const health = new GrpcHealth(RAG_GRPC_SERVICES[service], opts.readiness, opts.pollMs, opts.drainGraceMs);
   @Module({
     controllers: [GRPC_CONTROLLERS[service]],
     providers: [

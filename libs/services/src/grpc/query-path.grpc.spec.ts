@@ -311,6 +311,29 @@ describe('gRPC failures as AppErrors', () => {
     }
   });
 
+  it('on shutdown: a call still running when the configured grace ends is cancelled, and the server stops', async () => {
+    let started = false;
+    const stuck: RetrieveCall = {
+      retrieve: () => {
+        started = true;
+        return new Promise(() => undefined); // a call that would outlive any grace (a slow LLM answer)
+      },
+    };
+    const server = await serveGrpc('retriever', stuck, { drainGraceMs: 200 }); // RAG_GRPC_SHUTDOWN_GRACE_MS
+    try {
+      const inFlight = new GrpcRetrieveClient(grpcClient(server.address), 30_000).retrieve(baseRetrieve).then(
+        () => 'answered',
+        (e: unknown) => e,
+      );
+      await vi.waitFor(() => expect(started).toBe(true));
+      await server.health.beforeApplicationShutdown(); // what Nest calls on SIGTERM, with the configured grace
+      expect(await inFlight).toBeInstanceOf(Error);
+      await expect(checkHealth(server.address, '', 500)).rejects.toBeDefined();
+    } finally {
+      await server.close();
+    }
+  });
+
   it("follows the process's readiness: NOT_SERVING while a dependency is down, SERVING again once it is back", async () => {
     const state = { ok: true };
     const server = await serveGrpc('retriever', { retrieve: async () => ({ results: [], degraded: [], timings_ms: {} }) }, { readiness: { readiness: async () => state }, pollMs: 20 });
