@@ -46,17 +46,20 @@ function describeConfig(cfg) {
 function inProcessClient(handles) {
   return {
     where: 'embedded (in-process)',
+    // One submitMany per call, as the CLI's InProcessClient (and POST /v1/documents:batch) submit.
     async submit(docs) {
-      const out = [];
-      for (const d of docs) {
+      const out = new Array(docs.length);
+      const valid = [];
+      docs.forEach((d, index) => {
         const v = handles.documents.validate({ id: d.id, ...(d.title ? { title: d.title } : {}), text: d.text });
-        if (!v.ok) {
-          out.push({ document_id: d.id, ok: false, error: v.error.message });
-          continue;
-        }
-        const r = await handles.documents.submit(v.value, 'default');
-        out.push(r.ok ? { document_id: r.value.document_id, ok: true, unchanged: !!r.value.unchanged } : { document_id: d.id, ok: false, error: r.error.message });
-      }
+        if (v.ok) valid.push({ index, input: v.value });
+        else out[index] = { document_id: d.id, ok: false, error: v.error.message };
+      });
+      const results = valid.length ? await handles.documents.submitMany(valid, 'default') : [];
+      results.forEach((r, j) => {
+        const { index } = valid[j];
+        out[index] = r.ok ? { document_id: r.value.document_id, ok: true, unchanged: !!r.value.unchanged } : { document_id: docs[index].id, ok: false, error: r.error.message };
+      });
       return out;
     },
     /** Documents per status (the registry's maintained counts: one small query, whatever the number pending). */
