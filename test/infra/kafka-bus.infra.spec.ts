@@ -66,6 +66,25 @@ const gate = () => {
   return { wait: p, open };
 };
 
+/** A started bus (one partition, topics at 8 MiB) whose loader fails the message keyed `corrupt` as non-retryable; a DLQ reader. */
+async function loaderFailing(prefix: string, name: string, reason: string): Promise<{ bus: KafkaBus; handled: string[]; dead: BusMessage[] }> {
+  const bus = open(prefix, { partitions: 1, maxMessageBytes: 8 * 1024 * 1024 });
+  const handled: string[] = [];
+  const dead: BusMessage[] = [];
+  await bus.subscribe({
+    group: `it-${run}-loader-${name}`,
+    topic: Topic.SourceEvents,
+    stage: 'loader',
+    handler: async (m) => {
+      if (m.key === 'corrupt') throw new NonRetryableError(reason);
+      handled.push(m.key);
+    },
+  });
+  await bus.subscribe({ group: `it-${run}-dlq-${name}`, topic: Topic.Dlq, stage: 'dlq-reader', handler: async (m) => void dead.push(m) });
+  await bus.start();
+  return { bus, handled, dead };
+}
+
 describe('KafkaBus on a real broker', () => {
   it('creates the topics of the design with the configured partitions, idempotently', async () => {
     const prefix = newPrefix();
@@ -126,20 +145,7 @@ describe('KafkaBus on a real broker', () => {
     const prefix = newPrefix();
     // A DLQ made before the topics got their size (Kafka's 1 MiB); the other topics the bus makes, at 8 MiB.
     await admin.createTopics({ waitForLeaders: true, topics: [{ topic: prefix + Topic.Dlq, numPartitions: 1, configEntries: [{ name: 'max.message.bytes', value: String(1024 * 1024) }] }] });
-    const bus = open(prefix, { partitions: 1, maxMessageBytes: 8 * 1024 * 1024 });
-    const handled: string[] = [];
-    const dead: BusMessage[] = [];
-    await bus.subscribe({
-      group: `it-${run}-loader-big`,
-      topic: Topic.SourceEvents,
-      stage: 'loader',
-      handler: async (m) => {
-        if (m.key === 'corrupt') throw new NonRetryableError('the PDF could not be parsed');
-        handled.push(m.key);
-      },
-    });
-    await bus.subscribe({ group: `it-${run}-dlq-big`, topic: Topic.Dlq, stage: 'dlq-reader', handler: async (m) => void dead.push(m) });
-    await bus.start();
+    const { bus, handled, dead } = await loaderFailing(prefix, 'big', 'the PDF could not be parsed');
     await bus.publish(Topic.SourceEvents, [
       { key: 'corrupt', value: { version: 7, content_base64: 'A'.repeat(1_500_000) } },
       { key: 'next', value: { version: 1 } },
@@ -162,20 +168,7 @@ describe('KafkaBus on a real broker', () => {
 
   it('dead-letters without the value when the broker refuses the record as too large (the DLQ limit lowered after start)', async () => {
     const prefix = newPrefix();
-    const bus = open(prefix, { partitions: 1, maxMessageBytes: 8 * 1024 * 1024 });
-    const handled: string[] = [];
-    const dead: BusMessage[] = [];
-    await bus.subscribe({
-      group: `it-${run}-loader-lowered`,
-      topic: Topic.SourceEvents,
-      stage: 'loader',
-      handler: async (m) => {
-        if (m.key === 'corrupt') throw new NonRetryableError('unreadable');
-        handled.push(m.key);
-      },
-    });
-    await bus.subscribe({ group: `it-${run}-dlq-lowered`, topic: Topic.Dlq, stage: 'dlq-reader', handler: async (m) => void dead.push(m) });
-    await bus.start();
+    const { bus, handled, dead } = await loaderFailing(prefix, 'lowered', 'unreadable');
     await admin.alterConfigs({ validateOnly: false, resources: [{ type: 2, name: prefix + Topic.Dlq, configEntries: [{ name: 'max.message.bytes', value: String(1024 * 1024) }] }] });
     await bus.publish(Topic.SourceEvents, [
       { key: 'corrupt', value: { document: { version: 3 }, pad: 'B'.repeat(1_500_000) } },
