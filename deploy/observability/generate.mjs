@@ -203,6 +203,19 @@ function alertingRules() {
       },
     },
     {
+      // The gateway's outbox relay has not put an accepted change on the bus for 5 minutes: the bus is down or refuses
+      // the gateway (every upload since waits; nothing is lost — they go out when it is back).
+      alert: 'RagOutboxBacklog',
+      expr: 'max(rag_outbox_oldest_age_seconds) > 300',
+      for: '5m',
+      labels: { severity: 'warning' },
+      annotations: {
+        summary: 'Accepted documents are waiting for the bus',
+        description: 'The oldest accepted change has waited {{ $value | humanizeDuration }} in the registry outbox for its source event to reach the bus.',
+        runbook: `${RUNBOOK}-outbox`,
+      },
+    },
+    {
       alert: 'RagConsumerLagHigh',
       expr: 'rag:kafka_consumer_lag:sum > 1000',
       for: '10m',
@@ -503,6 +516,15 @@ function ingestion() {
       ['max(rag_keyword_recluster_last_seconds)', 'last duration (s)'],
       ['sum by (outcome) (increase(rag_keyword_reclusters_total[1h]))', '{{outcome}} per hour'],
     ], fieldConfig('short')),
+    // Accepted changes whose source event is not yet on the bus (the gateway's registry outbox): grows while the bus is
+    // down, drains when it is back (RagOutboxBacklog).
+    panel(id++, 'Outbox: changes waiting for the bus, and the oldest one\'s wait (s)', 'timeseries', { x: 0, y: 40, w: 12, h: 8 }, [
+      ['max(rag_outbox_messages)', 'messages'],
+      ['max(rag_outbox_oldest_age_seconds)', 'oldest wait (s)'],
+    ], fieldConfig('short', [[300, 'red']])),
+    panel(id++, 'Outbox: bytes waiting (uploads ride in the source events)', 'timeseries', { x: 12, y: 40, w: 12, h: 8 }, [
+      ['max(rag_outbox_bytes)', 'bytes'],
+    ], fieldConfig('bytes')),
   ];
   return dashboard('rag-ingestion', 'RAG / Ingestion', 'Throughput, lag, failures and dead letters of the load → chunk → embed → index pipeline.', panels);
 }

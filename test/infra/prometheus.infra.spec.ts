@@ -144,6 +144,10 @@ describe('Prometheus scrapes every service: P99 of each stage by PromQL', () => 
     expect(lag.every((s) => s.metric.partition !== undefined)).toBe(true);
     const docs = await promQuery('rag_documents{status="indexed"}');
     expect(Number(docs[0]?.value[1])).toBeGreaterThanOrEqual(4);
+    // The gateway's outbox backlog: everything accepted has been relayed.
+    const outbox = await promQuery('rag_outbox_messages{job="gateway"}');
+    expect(outbox.map((s) => Number(s.value[1]))).toEqual([0]);
+    expect(await promQuery('rag_outbox_oldest_age_seconds{job="gateway"} == 0')).toHaveLength(1);
     expect(await promQuery('rag_answers_total{outcome="answered"}')).toHaveLength(1);
     expect(await promQuery('rag_degraded_total{part="reranker"}')).toHaveLength(1);
     expect(await promQuery('rag_feedback_total{rating="up"}')).toHaveLength(1);

@@ -133,6 +133,11 @@ export interface Registry {
   /** Active versions of documents, for the query-time version fence. */
   activeVersions(documentIds: string[]): Promise<Map<string, number>>;
   countByStatus(tenant?: string): Promise<Record<DocumentStatus, number>>;
+  /**
+   * What waits in the outbox (claimed or not): messages, bytes of their values, and when the oldest was accepted (ISO
+   * 8601, null when empty). Read for the metrics on each scrape; the outbox holds only what is not yet published.
+   */
+  outboxStats?(): Promise<{ messages: number; bytes: number; oldest_created_at: string | null }>;
   /** Remembers that a query/retrieve answer with this trace id was issued to `tenant` (bounded, with retention). */
   recordQueryTrace(traceId: string, tenant: string): Promise<void>;
   /**

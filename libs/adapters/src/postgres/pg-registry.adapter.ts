@@ -252,6 +252,15 @@ export class PgRegistry implements Registry {
       .map((r) => ({ id: r.id, topic: r.topic as OutboxEntry['topic'], key: r.key, value: JSON.parse(r.value) as unknown, attempts: r.attempts }));
   }
 
+  async outboxStats(): Promise<{ messages: number; bytes: number; oldest_created_at: string | null }> {
+    this.assertOpen();
+    const { rows } = await this.db.query<{ messages: string; bytes: string; oldest: Date | null }>(
+      'SELECT count(*) AS messages, COALESCE(sum(bytes), 0) AS bytes, (SELECT created_at FROM outbox ORDER BY id LIMIT 1) AS oldest FROM outbox',
+    );
+    const r = rows[0]!;
+    return { messages: Number(r.messages), bytes: Number(r.bytes), oldest_created_at: r.oldest ? new Date(r.oldest).toISOString() : null };
+  }
+
   async completeOutbox(ids: number[]): Promise<void> {
     this.assertOpen();
     if (ids.length) await this.db.query('DELETE FROM outbox WHERE id = ANY($1::bigint[])', [ids]);

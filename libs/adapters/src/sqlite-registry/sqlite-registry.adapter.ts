@@ -134,6 +134,7 @@ export class SqliteRegistry implements Registry {
     feedback: Database.Statement<[string, string, string, string | null, string]>;
     outboxInsert: Database.Statement<[string, string, string, number, string]>;
     outboxAny: Database.Statement<[number], { id: number }>;
+    outboxStats: Database.Statement<[], { messages: number; bytes: number; oldest: string | null }>;
     outboxClaimable: Database.Statement<[number, number, number], OutboxRow>;
     outboxClaim: Database.Statement<[number, string]>;
     outboxComplete: Database.Statement<[string]>;
@@ -267,6 +268,10 @@ export class SqliteRegistry implements Registry {
         feedback: this.db.prepare('INSERT INTO feedback (trace_id, tenant, rating, comment, created_at) VALUES (?, ?, ?, ?, ?)'),
         outboxInsert: this.db.prepare('INSERT INTO outbox (topic, key, value, bytes, created_at) VALUES (?, ?, ?, ?, ?)'),
         outboxAny: this.db.prepare('SELECT id FROM outbox WHERE claimed_until <= ? LIMIT 1'),
+        // Count and bytes from the covering index outbox_claim; the oldest by id (ids grow with acceptance): one row read.
+        outboxStats: this.db.prepare(
+          'SELECT COUNT(*) AS messages, COALESCE(SUM(bytes), 0) AS bytes, (SELECT created_at FROM outbox ORDER BY id LIMIT 1) AS oldest FROM outbox',
+        ),
         // The oldest `limit` claimable messages, cut before the one whose value would take the running total of bytes
         // past the budget (the first always stays); the sizes are summed over the narrow (id, bytes) rows, and only the
         // values claimed are read.
@@ -407,6 +412,12 @@ export class SqliteRegistry implements Registry {
       value: JSON.parse(r.value) as unknown,
       attempts: r.attempts,
     }));
+  }
+
+  async outboxStats(): Promise<{ messages: number; bytes: number; oldest_created_at: string | null }> {
+    this.assertOpen();
+    const r = this.stmt.outboxStats.get()!;
+    return { messages: r.messages, bytes: r.bytes, oldest_created_at: r.oldest };
   }
 
   async completeOutbox(ids: number[]): Promise<void> {

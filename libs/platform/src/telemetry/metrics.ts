@@ -87,6 +87,21 @@ export const metrics = {
     labelNames: ['topic'] as const,
     registers: [metricsRegistry],
   }),
+  outboxMessages: new Gauge({
+    name: 'rag_outbox_messages',
+    help: 'Accepted changes whose source event is not yet on the bus (the registry outbox; grows while the bus is down)',
+    registers: [metricsRegistry],
+  }),
+  outboxBytes: new Gauge({
+    name: 'rag_outbox_bytes',
+    help: 'Bytes of the source events in the registry outbox (uploads ride in them, base64)',
+    registers: [metricsRegistry],
+  }),
+  outboxOldestAge: new Gauge({
+    name: 'rag_outbox_oldest_age_seconds',
+    help: 'Age of the oldest change in the registry outbox (0 when it is empty): how long the oldest accepted document has waited for the bus',
+    registers: [metricsRegistry],
+  }),
   documents: new Gauge({
     name: 'rag_documents',
     help: 'Documents by status',

@@ -9,7 +9,8 @@ const LAG_TIMEOUT_MS = 2_000;
 /**
  * The Prometheus text of this process's registry for GET /metrics. Gauges that are read rather than counted are
  * refreshed first: consumer lag per group/topic/partition (the bus adapters set rag_kafka_consumer_lag for this
- * process's own groups while computing it) and, where the registry is at hand, documents by status.
+ * process's own groups while computing it) and, where the registry is at hand (the gateway), documents by status and
+ * the outbox's backlog.
  */
 export async function renderMetrics(parts: { bus?: Bus | null; registry?: Registry | null }): Promise<string> {
   const refresh: Promise<unknown>[] = [];
@@ -20,6 +21,16 @@ export async function renderMetrics(parts: { bus?: Bus | null; registry?: Regist
         for (const [status, n] of Object.entries(counts)) metrics.documents.set({ status }, n);
       }),
     );
+    if (parts.registry.outboxStats) {
+      refresh.push(
+        withTimeout(parts.registry.outboxStats(), 'outbox').then((o) => {
+          metrics.outboxMessages.set(o.messages);
+          metrics.outboxBytes.set(o.bytes);
+          const oldest = o.oldest_created_at === null ? NaN : Date.parse(o.oldest_created_at);
+          metrics.outboxOldestAge.set(Number.isFinite(oldest) ? Math.max(0, (Date.now() - oldest) / 1000) : 0);
+        }),
+      );
+    }
   }
   const results = await Promise.allSettled(refresh);
   for (const r of results) if (r.status === 'rejected') log.warn('metric refresh failed; serving the last values', { error: String(r.reason) });

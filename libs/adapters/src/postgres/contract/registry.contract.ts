@@ -256,6 +256,19 @@ export function registryContract(h: RegistryHarness): void {
     expect((await r.claimOutbox(10, 60_000)).map((c) => c.value)).toEqual([1, 2]);
   });
 
+  it('reports the outbox backlog (messages, bytes, the oldest change) whether claimed or not, and nothing once published', async () => {
+    const r = await h.open();
+    expect(await r.outboxStats!()).toEqual({ messages: 0, bytes: 0, oldest_created_at: null });
+    const first = await r.accept(upsert('a'), (rec) => ({ topic: Topic.SourceEvents, key: rec.document_id, value: 'x'.repeat(98) }));
+    await r.accept(upsert('b'), (rec) => ({ topic: Topic.SourceEvents, key: rec.document_id, value: '汉'.repeat(100) }));
+    const claimed = await r.claimOutbox(1, 60_000);
+    const stats = await r.outboxStats!();
+    expect(stats).toEqual({ messages: 2, bytes: 100 + 302, oldest_created_at: expect.any(String) });
+    expect(Date.parse(stats.oldest_created_at!)).toBe(Date.parse(first.updated_at));
+    await r.completeOutbox(claimed.map((c) => c.id));
+    expect(await r.outboxStats!()).toMatchObject({ messages: 1, bytes: 302 });
+  });
+
   it('claims the outbox by bytes when asked: oldest first, stopping before the message past the budget, the first always', async () => {
     const r = await h.open();
     // A JSON string value of n characters is stored as n + 2 bytes.
