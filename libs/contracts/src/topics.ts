@@ -26,3 +26,14 @@ export const DLQ_HEADERS = {
    */
   valueOmitted: 'x-rag-dlq-value-omitted',
 } as const;
+
+/**
+ * The document version a pipeline message is about: `version` (source events, status events) or `document.version`;
+ * undefined when it names none. What a dead-lettered message marks `failed`, and all a DLQ stand-in keeps of a value.
+ */
+export function messageVersion(value: unknown): number | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const v = value as { version?: unknown; document?: { version?: unknown } };
+  const n = typeof v.version === 'number' ? v.version : v.document?.version;
+  return typeof n === 'number' && Number.isInteger(n) && n > 0 ? n : undefined;
+}

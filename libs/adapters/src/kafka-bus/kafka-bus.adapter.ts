@@ -10,7 +10,7 @@ import {
   type ProducerConfig,
   type RetryOptions,
 } from 'kafkajs';
-import { ALL_TOPICS, DLQ_HEADERS, Topic } from '@rag/contracts';
+import { ALL_TOPICS, DLQ_HEADERS, messageVersion, Topic } from '@rag/contracts';
 import { failSpan, injectTraceContext, Logger, metrics, SpanKind, startSpan, tracingHandle, withTracingSuppressed, type Context, type Span } from '@rag/platform';
 import { MessageTooLargeError, type MessageBroker, type OutgoingMessage, type SubscribeOptions } from '@rag/ports';
 import type { BusRetryPolicy } from '../bus-delivery/deliver-with-retries';
@@ -82,14 +82,6 @@ const DLQ_HEADROOM_BYTES = 1024 * 1024;
 
 type DeadLetterRecord = Parameters<KafkaTransportHost['sendDeadLetter']>[0];
 
-function deadLetterBytes(r: DeadLetterRecord): number {
-  let n = 24 + (r.key?.byteLength ?? 0) + (r.value?.byteLength ?? 0);
-  for (const [k, v] of Object.entries(r.headers)) {
-    for (const x of Array.isArray(v) ? v : v === undefined ? [] : [v]) n += 10 + Buffer.byteLength(k) + (typeof x === 'string' ? Buffer.byteLength(x) : x.byteLength);
-  }
-  return n;
-}
-
 /** The broker refused a record batch over `max.message.bytes` (kafkajs wraps the protocol error in retry errors). */
 function isMessageTooLarge(e: unknown, depth = 0): boolean {
   if (typeof e !== 'object' || e === null || depth > 4) return false;
@@ -105,9 +97,7 @@ function isMessageTooLarge(e: unknown, depth = 0): boolean {
 function standInDeadLetter(r: DeadLetterRecord, bytes: number, physical: string, limit?: number): DeadLetterRecord {
   let version: number | undefined;
   try {
-    const v = JSON.parse(r.value?.toString('utf8') ?? 'null') as { version?: unknown; document?: { version?: unknown } } | null;
-    const n = v?.version ?? v?.document?.version;
-    if (typeof n === 'number') version = n;
+    version = messageVersion(JSON.parse(r.value?.toString('utf8') ?? 'null'));
   } catch {
     /* not JSON: no version to carry */
   }
@@ -123,10 +113,18 @@ function standInDeadLetter(r: DeadLetterRecord, bytes: number, physical: string,
   };
 }
 
-/** An upper bound of one record's bytes in a batch (v2 format: varint lengths, attributes, deltas, headers). */
-function recordBytes(r: { key: string; value: string; headers: Record<string, string> }): number {
-  let n = 24 + Buffer.byteLength(r.key) + Buffer.byteLength(r.value);
-  for (const [k, v] of Object.entries(r.headers)) n += 10 + Buffer.byteLength(k) + Buffer.byteLength(v);
+type Bytes = string | Buffer;
+
+/**
+ * An upper bound of one record's bytes in a batch (v2 format: varint lengths, attributes, deltas, headers): a record
+ * this bus encodes (strings) or one it forwards as it came (a dead letter: buffers, a header may repeat).
+ */
+function recordBytes(r: { key: Bytes | null; value: Bytes | null; headers: Record<string, Bytes | Bytes[] | undefined> }): number {
+  const len = (x: Bytes | null) => (x === null ? 0 : typeof x === 'string' ? Buffer.byteLength(x) : x.byteLength);
+  let n = 24 + len(r.key) + len(r.value);
+  for (const [k, v] of Object.entries(r.headers)) {
+    for (const x of Array.isArray(v) ? v : v === undefined ? [] : [v]) n += 10 + Buffer.byteLength(k) + len(x);
+  }
   return n;
 }
 
@@ -368,7 +366,7 @@ export class KafkaBus implements MessageBroker {
     const producer = await this.ensureProducer();
     const physical = this.physical(Topic.Dlq);
     const limit = this.maxBatchBytes(physical);
-    const bytes = deadLetterBytes(record);
+    const bytes = recordBytes(record);
     const send = (r: DeadLetterRecord) => producer.send({ topic: physical, acks: -1, messages: [r] });
     if (bytes + BATCH_OVERHEAD_BYTES > limit) {
       this.log.warn('dead-lettered message too large for the dead-letter topic: sent without its value', { key: record.key?.toString('utf8'), bytes, max_message_bytes: limit });

@@ -608,8 +608,10 @@ export class SqliteRegistry implements Registry {
     );
   }
 
-  /** Schema upgrade of a registry created by an older version (several processes may race to it). */
-  /** Adds the column to a table made before it; true when this call added it (false: it was there, or another process added it first). */
+  /**
+   * Schema upgrade of a registry created by an older version (several processes may race to it): true when this call
+   * added the column (false: it was there, or another process added it first).
+   */
   private addColumnIfMissing(table: string, column: string, type: string): boolean {
     const has = () => (this.db.pragma(`table_info(${table})`) as { name: string }[]).some((c) => c.name === column);
     if (has()) return false;

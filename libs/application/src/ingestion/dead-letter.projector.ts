@@ -1,14 +1,6 @@
-import { DLQ_HEADERS } from '@rag/contracts';
+import { DLQ_HEADERS, messageVersion } from '@rag/contracts';
 import { Logger } from '@rag/platform';
 import type { BusMessage, Registry } from '@rag/ports';
-
-/** The version a pipeline message is about: `version` (source events, status events) or `document.version`. */
-function versionOf(value: unknown): number | undefined {
-  if (typeof value !== 'object' || value === null) return undefined;
-  const v = value as { version?: unknown; document?: { version?: unknown } };
-  const n = typeof v.version === 'number' ? v.version : v.document?.version;
-  return typeof n === 'number' && Number.isInteger(n) && n > 0 ? n : undefined;
-}
 
 /**
  * Consumes rag.dlq.v1 and marks the document of each dead-lettered message `failed` with the stage and reason from
@@ -22,7 +14,7 @@ export class DeadLetterProjector {
 
   async handle(msg: BusMessage): Promise<void> {
     try {
-      const version = versionOf(msg.value);
+      const version = messageVersion(msg.value);
       if (!msg.key || version === undefined) return; // not about a known document version (e.g. a forged message)
       const record = await this.registry.get(msg.key);
       if (!record || record.version !== version) return;
