@@ -231,6 +231,56 @@ describe('GateCalibrator', () => {
     expect(index.counters.sample).toBe(1);
   });
 
+  it('stop() (shutdown) ends a background check that is still settling or calibrating: no read of the closing stores, no warning', async () => {
+    const closed = { yes: false };
+    const guard = <T>(v: T): T => {
+      if (closed.yes) throw new Error('SqliteRegistry(/data/registry.db) is closed');
+      return v;
+    };
+    const texts = aero.slice(0, 2);
+    const base = textIndex(texts);
+    const index: CalibrationIndex & { counters: typeof base.counters } = {
+      counters: base.counters,
+      size: async (t) => guard(await base.size(t)),
+      sample: async (t, n, r) => guard(await base.sample(t, n, r)),
+      retrieve: async (t, q) => guard(await base.retrieve(t, q)),
+    };
+    // Settling: the index still grows at the first wait; the process shuts down (stop, then its stores close) during it.
+    const sleep = async () => {
+      texts.push(...aero.slice(2, 4));
+      cal.stop();
+      closed.yes = true;
+    };
+    const store = new MemoryStore();
+    const cal: GateCalibrator = new GateCalibrator(index, store, { ...opts, sleep });
+    const warn = vi.spyOn((cal as unknown as { log: { warn: (...a: unknown[]) => void } }).log, 'warn');
+    await cal.settingsFor('t', 'flutter');
+    await cal.settled('t');
+    expect(store.puts).toHaveLength(0);
+    expect(index.counters.sample).toBe(0);
+    expect(warn).not.toHaveBeenCalled();
+
+    // Calibrating: stop between two probes — the rest of the probes are not asked, nothing stored, no warning.
+    closed.yes = false;
+    const store2 = new MemoryStore();
+    const index2 = textIndex(aero);
+    let asked = 0;
+    const stopping: CalibrationIndex = {
+      ...index2,
+      retrieve: async (t, q) => {
+        if (++asked === 3) cal2.stop();
+        return index2.retrieve(t, q);
+      },
+    };
+    const cal2 = new GateCalibrator(stopping, store2, opts);
+    const warn2 = vi.spyOn((cal2 as unknown as { log: { warn: (...a: unknown[]) => void } }).log, 'warn');
+    await cal2.settingsFor('t', 'flutter');
+    await cal2.settled('t');
+    expect(asked).toBe(3);
+    expect(store2.puts).toHaveLength(0);
+    expect(warn2).not.toHaveBeenCalled();
+  });
+
   it.runIf(existsSync(cranfieldDir))('on real Cranfield abstracts: probes mostly under the threshold, the index’s own questions over it', async () => {
     const texts = readCorpus(cranfieldDir, 150);
     const cal = new GateCalibrator(textIndex(texts), new MemoryStore(), { fallbackThreshold: 0.45, sampleSize: 100, pseudoQueries: 30 });

@@ -88,6 +88,13 @@ interface Entry {
   told?: boolean;
 }
 
+/** Ends a calibration that `GateCalibrator.stop` interrupted (never stored, never logged as a failure). */
+class CalibrationStopped extends Error {
+  constructor() {
+    super('gate calibration stopped');
+  }
+}
+
 /**
  * The relevance gate's per-tenant calibration job (issue 15 item 1): samples the tenant's own chunks for term
  * statistics and pseudo-queries, asks the off-topic probes through retrieval (lexical estimate) and the vector store
@@ -109,6 +116,12 @@ export class GateCalibrator {
   private readonly inflight = new Map<string, Promise<GateCalibration | null>>();
   private readonly opts: Required<Omit<GateCalibratorOptions, 'rule' | 'probes'>> & { rule: CalibrationOptions; probes: readonly string[] };
   private timer: ReturnType<typeof setInterval> | undefined;
+  /**
+   * Set by `stop` (shutdown): a background check or calibration still running ends at its next step instead of reading
+   * stores that are closing. Before, one still settling after an ingestion read the closed registry and logged
+   * "gate calibration failed … SqliteRegistry is closed" at every such shutdown.
+   */
+  private stopped = false;
 
   constructor(
     private readonly index: CalibrationIndex,
@@ -180,6 +193,7 @@ export class GateCalibrator {
    * keeps the process alive), so that an index that grew is recalibrated before its next question needs it.
    */
   watch(...tenants: string[]): void {
+    this.stopped = false;
     for (const t of tenants) if (!this.entries.has(t)) void this.current(t).catch(() => undefined);
     if (this.timer) return;
     this.timer = setInterval(() => {
@@ -188,8 +202,9 @@ export class GateCalibrator {
     this.timer.unref?.();
   }
 
-  /** Stops the timer of `watch` (shutdown). */
+  /** Stops the timer of `watch` and any background check or calibration at its next step (shutdown). */
   stop(): void {
+    this.stopped = true;
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
   }
@@ -218,6 +233,7 @@ export class GateCalibrator {
   }
 
   private checkIfDue(tenant: string, entry: Entry): void {
+    if (this.stopped) return;
     const now = this.opts.now();
     const interval = entry.cal ? this.opts.checkIntervalMs : Math.min(this.opts.checkIntervalMs, this.opts.settleMs);
     if (entry.job || now - entry.checkedAt < interval) return;
@@ -238,12 +254,17 @@ export class GateCalibrator {
         if (entry.cal && !calibrationStale(entry.cal, size, this.opts.growth)) return;
         if (size === 0) return;
         await this.opts.sleep(this.opts.settleMs);
+        if (this.stopped) return;
         size = await this.index.size(tenant);
       }
-      if (size === 0 || (entry.cal && !calibrationStale(entry.cal, size, this.opts.growth))) return;
+      if (this.stopped || size === 0 || (entry.cal && !calibrationStale(entry.cal, size, this.opts.growth))) return;
       const cal = await this.calibrateOnce(tenant);
       if (cal) entry.cal = cal;
     } catch (e) {
+      if (e instanceof CalibrationStopped || this.stopped) {
+        this.log.debug('gate calibration stopped (shutdown)', { tenant });
+        return;
+      }
       this.log.warn('gate calibration failed; keeping the previous calibration (or the fallback threshold)', { tenant, error: String(e) });
     }
   }
@@ -277,6 +298,7 @@ export class GateCalibrator {
       // this the whole calibration (≈ 70 probes + pseudo-queries) ran as one chain of microtasks: one 7.7 s stretch
       // of the event loop at 11k chunks under load (--cpu-prof of bench scale), i.e. a 7 s stall of every request.
       await new Promise<void>((resolve) => setImmediate(resolve));
+      if (this.stopped) throw new CalibrationStopped();
       const sources = await this.index.retrieve(tenant, question);
       const lexical = shouldRefuse(question, sources, 0, { termWeights: questionTermWeights(question, stats), unseenWeight }).evidence;
       const dense = this.index.denseTop ? await this.index.denseTop(tenant, question) : undefined;
