@@ -44,23 +44,15 @@ function describeConfig(cfg) {
 
 /** Client over the in-process handles (DocumentService + Registry), as the CLI's InProcessClient does it. */
 function inProcessClient(handles) {
+  // Submissions go through the CLI's own in-process client (`rag ingest`): one submitMany per call, as
+  // POST /v1/documents:batch does.
+  const { InProcessClient } = c.requireDist('apps/cli/src/platform-client.js');
+  const cli = new InProcessClient(handles);
   return {
     where: 'embedded (in-process)',
-    // One submitMany per call, as the CLI's InProcessClient (and POST /v1/documents:batch) submit.
     async submit(docs) {
-      const out = new Array(docs.length);
-      const valid = [];
-      docs.forEach((d, index) => {
-        const v = handles.documents.validate({ id: d.id, ...(d.title ? { title: d.title } : {}), text: d.text });
-        if (v.ok) valid.push({ index, input: v.value });
-        else out[index] = { document_id: d.id, ok: false, error: v.error.message };
-      });
-      const results = valid.length ? await handles.documents.submitMany(valid, 'default') : [];
-      results.forEach((r, j) => {
-        const { index } = valid[j];
-        out[index] = r.ok ? { document_id: r.value.document_id, ok: true, unchanged: !!r.value.unchanged } : { document_id: docs[index].id, ok: false, error: r.error.message };
-      });
-      return out;
+      const out = await cli.submit(docs.map((d) => ({ id: d.id, ...(d.title ? { title: d.title } : {}), text: d.text })));
+      return out.map((o) => (o.ok ? { ...o, unchanged: !!o.unchanged } : o));
     },
     /** Documents per status (the registry's maintained counts: one small query, whatever the number pending). */
     async counts() {
